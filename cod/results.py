@@ -1,0 +1,105 @@
+"""Read what training runs wrote (runs/EXPERIMENT/VARIANT_sSEED/) into tables, and write claims.
+
+Notebooks call these instead of parsing files: every number they plot comes from a run's
+history.jsonl or final.json, tagged with its variant and seed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+VERDICTS = ("reproduced", "not reproduced", "inconclusive", "holds", "holds loosely", "fails")
+CLAIM_KEYS = ("id", "paper", "item", "claim", "paper_value", "ours", "verdict")
+
+
+def run_dirs(experiment: str, runs_root: str | Path = "runs") -> list[Path]:
+    root = Path(runs_root) / experiment
+    if not root.exists():
+        raise FileNotFoundError(f"{root} not found: train it with `dvc repro train@{experiment}`")
+    return sorted(p for p in root.iterdir() if (p / "final.json").exists())
+
+
+def _variant_seed(run: Path) -> tuple[str, int]:
+    variant, seed = run.name.rsplit("_s", 1)
+    return variant, int(seed)
+
+
+def load_final(experiment: str, runs_root: str | Path = "runs") -> pd.DataFrame:
+    """One row per run: variant, seed and every field of final.json."""
+    rows = []
+    for run in run_dirs(experiment, runs_root):
+        variant, seed = _variant_seed(run)
+        rows.append({"variant": variant, "seed": seed, **json.loads((run / "final.json").read_text())})
+    return pd.DataFrame(rows)
+
+
+def _history_rows(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+
+
+def load_history(experiment: str, runs_root: str | Path = "runs") -> pd.DataFrame:
+    """Training-loss rows of every run: variant, seed, step, loss, lr, grad_norm, tokens."""
+    rows = []
+    for run in run_dirs(experiment, runs_root):
+        variant, seed = _variant_seed(run)
+        rows += [{"variant": variant, "seed": seed, **r} for r in _history_rows(run) if "loss" in r]
+    return pd.DataFrame(rows)
+
+
+def load_layer_stats(experiment: str, runs_root: str | Path = "runs") -> pd.DataFrame:
+    """Per-layer variances in long form: variant, seed, step, layer (1-based), resid/attn/mlp_var."""
+    rows = []
+    for run in run_dirs(experiment, runs_root):
+        variant, seed = _variant_seed(run)
+        for r in _history_rows(run):
+            if "resid_var" not in r:
+                continue
+            for layer, values in enumerate(zip(r["resid_var"], r["attn_var"], r["mlp_var"]), start=1):
+                rows.append({"variant": variant, "seed": seed, "step": r["step"], "layer": layer,
+                             "resid_var": values[0], "attn_var": values[1], "mlp_var": values[2]})
+    return pd.DataFrame(rows)
+
+
+def spread(values: pd.Series) -> str:
+    """'mean ± std (min..max, n=K)' of values over seeds."""
+    v = values.dropna()
+    if len(v) == 0:
+        return "n/a"
+    if len(v) == 1:
+        return f"{v.iloc[0]:.4g} (n=1)"
+    return f"{v.mean():.4g} ± {v.std():.2g} ({v.min():.4g}..{v.max():.4g}, n={len(v)})"
+
+
+def save_claims(figures_dir: str | Path, claims: list[dict[str, Any]]) -> Path:
+    """Write figures_dir/claims.json after checking every claim's keys and verdict."""
+    for claim in claims:
+        missing = [k for k in CLAIM_KEYS if k not in claim]
+        if missing:
+            raise ValueError(f"claim {claim.get('id')!r} lacks {missing}")
+        if claim["verdict"] not in VERDICTS:
+            raise ValueError(f"claim {claim['id']!r}: verdict {claim['verdict']!r}; allowed: {VERDICTS}")
+    path = Path(figures_dir) / "claims.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(claims, indent=2) + "\n")
+    return path
+
+
+def load_model(experiment: str, run: str, checkpoints_root: str | Path = "checkpoints"):
+    """The trained Transformer of runs/EXPERIMENT/RUN (weights from checkpoints/), in eval mode."""
+    import torch
+
+    from cod.config import run_config_from_dict
+    from cod.model import Transformer
+
+    path = Path(checkpoints_root) / experiment / run / "model.pt"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: train it with `dvc repro train@{experiment}`")
+    saved = torch.load(path, map_location="cpu", weights_only=False)
+    cfg = run_config_from_dict(saved["config"])
+    model = Transformer(cfg.model)
+    model.load_state_dict(saved["model"])
+    return model.eval(), cfg

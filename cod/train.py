@@ -1,0 +1,353 @@
+"""Train one run: AdamW, warmup + cosine, clipping, per-layer statistics, exact resume.
+
+    python -m cod.train --out runs/demo/pre_ln_s0 model.norm=lns train.steps=200
+    torchrun --nproc_per_node 2 -m cod.train --out runs/demo/ddp ...   # DDP, same global batch
+
+Files in --out (small, human-readable):
+    config.json     every setting of the run
+    history.jsonl   one row per logged step: loss, lr, grad norm, tokens/s; rows with
+                    per-layer variances every train.stats_every steps
+    final.json      status (completed | diverged), final losses, perplexities, speed
+Files in --weights (large, DVC-cached):
+    ckpt.pt         model + optimiser + step, written every train.ckpt_every steps; a run
+                    started again with the same settings resumes from it exactly
+    model.pt        final weights and config, for analyses
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from cod.config import Precision, RunConfig, run_config
+from cod.data.loader import TokenBatches, eval_windows
+from cod.model import Transformer
+from cod.metrics.variance import layer_variances
+
+
+# ----------------------------------------------------------------------------- optimiser
+
+
+def param_groups(model: torch.nn.Module, weight_decay: float, decay_all: bool) -> list[dict]:
+    """Decay matrices; norms, gains and the input embedding only when `decay_all`."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        exempt = p.ndim < 2 or name.startswith("embed_tokens")
+        (no_decay if exempt and not decay_all else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def lr_at(step: int, cfg: RunConfig) -> float:
+    """Linear warmup to the peak, then cosine decay to min_lr_ratio of it (step is 0-based)."""
+    o, total = cfg.optim, cfg.train.steps
+    warmup = int(o.warmup_frac * total)
+    if step < warmup:
+        return o.lr * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+# ----------------------------------------------------------------------------- distributed
+
+
+class Dist:
+    """Rank, world size and device; initialises torch.distributed under torchrun."""
+
+    def __init__(self, device: str | None):
+        self.world_size = int(os.environ.get("WORLD_SIZE", 1))
+        self.rank = int(os.environ.get("RANK", 0))
+        local_rank = int(os.environ.get("LOCAL_RANK", 0))
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = torch.device(f"cuda:{local_rank}" if device == "cuda" else device)
+        if self.world_size > 1:
+            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def mean(self, value: float) -> float:
+        if self.world_size == 1:
+            return value
+        t = torch.tensor([value], dtype=torch.float64)
+        dist.all_reduce(t)
+        return t.item() / self.world_size
+
+    def close(self) -> None:
+        if self.world_size > 1:
+            dist.destroy_process_group()
+
+
+# ----------------------------------------------------------------------------- trainer
+
+
+class Trainer:
+    def __init__(self, cfg: RunConfig, out: Path, weights: Path | None = None, name: str | None = None,
+                 device: str | None = None):
+        self.cfg, self.out = cfg, Path(out)
+        self.weights = Path(weights) if weights else self.out
+        self.name = name or self.out.name
+        self.dist = Dist(device)
+        torch.set_num_threads(cfg.train.threads)
+        torch.manual_seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        dataset = Path(cfg.data.dataset_dir)
+        self.batches = TokenBatches(dataset / "train.bin", cfg.data.seq_len, cfg.data.batch_size, cfg.seed,
+                                    rank=self.dist.rank, world_size=self.dist.world_size)
+        self.dataset = dataset
+        self.model = Transformer(cfg.model).to(self.dist.device)
+        self.net = self.model
+        if self.dist.world_size > 1:
+            self.net = torch.nn.parallel.DistributedDataParallel(self.model)
+        self.optimizer = torch.optim.AdamW(
+            param_groups(self.model, cfg.optim.weight_decay, cfg.optim.decay_norms_and_embeddings),
+            lr=cfg.optim.lr, betas=(cfg.optim.beta1, cfg.optim.beta2), eps=cfg.optim.eps,
+            fused=self.dist.device.type == "cuda",
+        )
+        self.step = 0
+        self.bad_checks = 0
+        self.diverged_at: int | None = None
+        self.stats_batch = self._stats_batch()
+
+    # .................................................................. bookkeeping
+    def _stats_batch(self) -> torch.Tensor:
+        """A fixed slice of validation tokens on which per-layer variances are measured."""
+        seq = self.cfg.data.seq_len
+        n_seq = max(1, self.cfg.train.stats_tokens // seq)
+        x, _ = next(eval_windows(self.dataset / "val.bin", seq, n_seq, n_seq * seq))
+        return x.to(self.dist.device)
+
+    def _autocast(self):
+        if self.cfg.train.precision == Precision.BF16:
+            return torch.autocast(self.dist.device.type, dtype=torch.bfloat16)
+        return nullcontext()
+
+    def _log(self, row: dict) -> None:
+        if self.dist.main:
+            with open(self.out / "history.jsonl", "a") as f:
+                f.write(json.dumps(row) + "\n")
+
+    def _say(self, text: str) -> None:
+        if self.dist.main:
+            print(f"[{self.name}] {text}", flush=True)
+
+    # .................................................................. checkpoints
+    def save_checkpoint(self) -> None:
+        if not self.dist.main:
+            return
+        state = {
+            "fingerprint": fingerprint(self.cfg),
+            "step": self.step,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "bad_checks": self.bad_checks,
+            "rng": torch.get_rng_state(),
+        }
+        tmp = self.weights / "ckpt.pt.tmp"
+        torch.save(state, tmp)
+        os.replace(tmp, self.weights / "ckpt.pt")
+
+    def try_resume(self) -> bool:
+        path = self.weights / "ckpt.pt"
+        if not path.exists():
+            return False
+        state = torch.load(path, map_location=self.dist.device, weights_only=False)
+        if state["fingerprint"] != fingerprint(self.cfg):
+            self._say("checkpoint belongs to other settings: starting afresh")
+            return False
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step, self.bad_checks = state["step"], state["bad_checks"]
+        torch.set_rng_state(state["rng"])
+        self._truncate_history(self.step)
+        self._say(f"resumed from step {self.step}")
+        return True
+
+    def _truncate_history(self, step: int) -> None:
+        path = self.out / "history.jsonl"
+        if self.dist.main and path.exists():
+            rows = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= step]
+            path.write_text("".join(r + "\n" for r in rows))
+
+    # .................................................................. training
+    def train_step(self) -> tuple[float, float]:
+        x, y = self.batches.batch(self.step)
+        x, y = x.to(self.dist.device, non_blocking=True), y.to(self.dist.device, non_blocking=True)
+        lr = lr_at(self.step, self.cfg)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        with self._autocast():
+            loss = self.net(x, y).loss
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        clip = self.cfg.optim.grad_clip or float("inf")
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip).item()
+        self.optimizer.step()
+        return loss.item(), grad_norm
+
+    def record_stats(self) -> None:
+        self.model.eval()
+        with torch.no_grad(), self._autocast():
+            variances = layer_variances(self.model, self.stats_batch)
+        self.model.train()
+        self._log({"step": self.step, **variances})
+
+    def fit(self) -> dict:
+        t = self.cfg.train
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.weights.mkdir(parents=True, exist_ok=True)
+        resumed = self.try_resume()
+        if not resumed:
+            (self.out / "history.jsonl").unlink(missing_ok=True)
+            if self.dist.main:
+                (self.out / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2) + "\n")
+            if t.stats_every:
+                self.record_stats()
+        self._say(f"{self.model.num_params():,} parameters, {t.steps} steps of "
+                  f"{self.cfg.data.batch_size}x{self.cfg.data.seq_len} tokens on {self.dist.device} "
+                  f"x{self.dist.world_size}")
+        tokens_per_step = self.cfg.data.batch_size * self.cfg.data.seq_len
+        start, start_step = time.perf_counter(), self.step
+        self.model.train()
+        while self.step < t.steps and self.diverged_at is None:
+            loss, grad_norm = self.train_step()
+            loss = self.dist.mean(loss)
+            self.step += 1
+            if not math.isfinite(loss) or loss > t.diverge_loss:
+                self.bad_checks += 1
+                if not math.isfinite(loss) or self.bad_checks >= t.diverge_patience:
+                    self.diverged_at = self.step
+            else:
+                self.bad_checks = 0
+            if self.step % t.log_every == 0 or self.step == t.steps or self.diverged_at:
+                elapsed = time.perf_counter() - start
+                speed = (self.step - start_step) * tokens_per_step / max(elapsed, 1e-9)
+                lr = lr_at(self.step - 1, self.cfg)
+                self._log({"step": self.step, "loss": _finite(loss), "lr": lr, "grad_norm": _finite(grad_norm),
+                           "tokens": self.step * tokens_per_step, "tokens_per_s": round(speed, 1)})
+                eta = (t.steps - self.step) * tokens_per_step / max(speed, 1e-9)
+                self._say(f"step {self.step:>6}/{t.steps} loss {loss:7.4f} lr {lr:.2e} "
+                          f"gnorm {grad_norm:7.3f} {speed:8.0f} tok/s eta {_duration(eta)}")
+            if t.stats_every and self.step % t.stats_every == 0 and self.diverged_at is None:
+                self.record_stats()
+            if t.eval_every and self.step % t.eval_every == 0 and self.diverged_at is None:
+                self._log({"step": self.step, "val_loss": self.evaluate("val.bin")})
+            if t.ckpt_every and self.step % t.ckpt_every == 0:
+                self.save_checkpoint()
+        if self.diverged_at:
+            self._say(f"diverged at step {self.diverged_at} (loss {loss}); recorded, not raised")
+        return self.finish(loss, time.perf_counter() - start, start_step)
+
+    @torch.no_grad()
+    def evaluate(self, split: str) -> float | None:
+        """Mean next-token loss over the first train.eval_tokens tokens of a validation split."""
+        path = self.dataset / split
+        if not path.exists():
+            return None
+        self.model.eval()
+        total, count = 0.0, 0
+        seq = self.cfg.data.seq_len
+        for x, y in eval_windows(path, seq, max(1, 8192 // seq), self.cfg.train.eval_tokens):
+            with self._autocast():
+                loss = self.model(x.to(self.dist.device), y.to(self.dist.device)).loss
+            total, count = total + loss.item() * y.numel(), count + y.numel()
+        self.model.train()
+        return total / count
+
+    def finish(self, last_loss: float, elapsed: float, start_step: int) -> dict:
+        status = "diverged" if self.diverged_at else "completed"
+        val = None if self.diverged_at else self.evaluate("val.bin")
+        val_bbc = None if self.diverged_at else self.evaluate("val_bbc.bin")
+        steps_run = self.step - start_step
+        final = {
+            "name": self.name,
+            "status": status,
+            "diverged_at": self.diverged_at,
+            "steps": self.step,
+            "tokens": self.step * self.cfg.data.batch_size * self.cfg.data.seq_len,
+            "final_train_loss": _finite(last_loss),
+            "val_loss": val,
+            "val_ppl": _ppl(val),
+            "val_bbc_loss": val_bbc,
+            "val_bbc_ppl": _ppl(val_bbc),
+            "params": self.model.num_params(),
+            "params_non_embedding": self.model.num_params(embeddings=False),
+            "seed": self.cfg.seed,
+            "fingerprint": fingerprint(self.cfg),
+            "wall_s": round(elapsed, 1),
+            "tokens_per_s": round(steps_run * self.cfg.data.batch_size * self.cfg.data.seq_len / max(elapsed, 1e-9), 1),
+            "device": str(self.dist.device),
+            "world_size": self.dist.world_size,
+        }
+        if self.dist.main:
+            torch.save({"config": self.cfg.to_dict(), "model": self.model.state_dict()}, self.weights / "model.pt")
+            (self.weights / "ckpt.pt").unlink(missing_ok=True)
+            (self.out / "final.json").write_text(json.dumps(final, indent=2) + "\n")
+            ppl = "-" if final["val_ppl"] is None else f"{final['val_ppl']:.2f}"
+            self._say(f"{status}: val ppl {ppl}, {final['tokens_per_s']:.0f} tok/s, {elapsed:.0f}s")
+        return final
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _ppl(loss: float | None) -> float | None:
+    return None if loss is None else math.exp(min(loss, 50.0))
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+CODE = ("config.py", "model.py", "train.py", "data/loader.py", "metrics/variance.py")
+
+
+def fingerprint(cfg: RunConfig) -> str:
+    """Identifies a run's result: its settings plus the code that trains it."""
+    package = Path(__file__).parent
+    code = hashlib.sha256(b"".join((package / f).read_bytes() for f in CODE)).hexdigest()[:16]
+    return f"{cfg.fingerprint()}-{code}"
+
+
+def is_complete(out: Path, cfg: RunConfig) -> bool:
+    """True when `out` holds a finished run (completed or diverged) of these settings and code."""
+    final = Path(out) / "final.json"
+    return final.exists() and json.loads(final.read_text()).get("fingerprint") == fingerprint(cfg)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="folder for config, history and final metrics")
+    parser.add_argument("--weights", help="folder for checkpoints and final weights (default: --out)")
+    parser.add_argument("--name", help="label of the progress lines (default: the folder name)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
+    parser.add_argument("--force", action="store_true", help="train even if --out holds this finished run")
+    parser.add_argument("overrides", nargs="*", help="settings as key.path=value, e.g. model.norm=lns")
+    args = parser.parse_args(argv)
+    cfg = run_config(args.overrides)
+    if not args.force and is_complete(Path(args.out), cfg):
+        print(f"[{args.name or Path(args.out).name}] already complete with these settings", flush=True)
+        return 0
+    trainer = Trainer(cfg, Path(args.out), args.weights and Path(args.weights), args.name, args.device)
+    trainer.fit()
+    trainer.dist.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

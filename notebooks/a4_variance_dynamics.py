@@ -1,0 +1,205 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # A4 · Output variance during training: Pre-LN, Pre-LN + scaled init, LNS
+#
+# Paper A, section 5.4, **Fig. 4** and appendix B, **Fig. 9**. The paper trains LLaMA-130M
+# (12 layers, hidden 768) for 10K steps and logs the output variance of every layer. Under
+# Pre-LN and Pre-LN with scaled initialisation (output projections / sqrt(2L)), shallow
+# layers stay flat while deep layers grow after about 2K steps, reaching **~175** in the last
+# layer; LayerNorm Scaling (pre-norm outputs of block l multiplied by 1/sqrt(l)) caps it at
+# **~25**. Fig. 9 shows, for Pre-LN at 1K, 3K and 6K steps, variance rising with depth in
+# what the paper calls an exponential pattern.
+#
+# **What is shrunk here.** The `default` profile trains the 12-layer shape at width 64
+# (4 heads) with a 2,048-token BPE vocabulary on the offline corpus, 400 steps of 4,096
+# tokens (1.6M tokens, against the paper's 10K steps of 131K tokens); the paper's recipe
+# otherwise (peak lr 1e-3, 10% warmup, cosine to 10%, no weight decay). Variance is the
+# per-token variance across the hidden dimension averaged over tokens (paper B eq. 4),
+# measured on a fixed batch of validation tokens on the residual stream leaving each block.
+# Every curve is the mean over seeds, the band their min..max.
+
+# %% tags=["parameters"]
+profile = "default"  # smoke | default | paper: which runs were trained
+experiment = "a4_variance_dynamics"  # runs/<experiment>/<variant>_s<seed>/
+runs_root = "runs"
+figures_dir = "figures/a4_variance_dynamics"
+steps_to_show = [0.1, 0.3, 0.6, 1.0]  # fractions of training for the depth panels (Fig. 9)
+shallow_layers = 4  # the first blocks, counted as shallow
+variants = ["pre_ln", "scaled_init", "lns"]
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+from IPython.display import Markdown, display
+
+from cod import plots
+from cod.results import load_final, load_layer_stats, save_claims, spread
+
+LABELS = {"pre_ln": "Pre-LN", "scaled_init": "Pre-LN + scaled init", "lns": "LNS"}
+stats = load_layer_stats(experiment, runs_root)
+final = load_final(experiment, runs_root)
+seeds = sorted(final["seed"].unique())
+n_layers = stats["layer"].max()
+steps = sorted(stats["step"].unique())
+print(f"profile={profile}: {len(final)} runs, seeds {seeds}, {n_layers} layers, "
+      f"variance logged at {len(steps)} steps up to {steps[-1]}")
+display(final[["variant", "seed", "status", "steps", "tokens", "val_ppl", "val_bbc_ppl", "tokens_per_s"]])
+
+# %% [markdown]
+# ## Fig. 4: variance of every layer over training
+# One line per layer, shallow blue to deep red.
+
+# %%
+fig, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 3.8), sharey=True)
+for ax, variant in zip(np.atleast_1d(axes), variants):
+    plots.layer_curves_over_training(ax, stats[stats["variant"] == variant])
+    ax.set_title(LABELS[variant])
+    ax.set_yscale("log")
+axes[0].set_ylabel("output variance")
+axes[-1].legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+fig.suptitle(f"Per-layer output variance during training ({profile} profile, {len(seeds)} seeds)")
+plots.save(fig, figures_dir, "fig4_variance_over_training")
+plt.show()
+
+# %% [markdown]
+# ## Fig. 9: variance against depth at several points of training
+
+# %%
+shown = sorted({min(steps, key=lambda s: abs(s - f * steps[-1])) for f in steps_to_show})
+fig, axes = plt.subplots(1, len(variants), figsize=(5 * len(variants), 3.8), sharey=True)
+for ax, variant in zip(np.atleast_1d(axes), variants):
+    for color, step in zip(plt.cm.viridis(np.linspace(0, 0.9, len(shown))), shown):
+        plots.depth_profile(ax, stats[stats["variant"] == variant], step, color, f"step {step}")
+    ax.set_title(LABELS[variant])
+    ax.set_yscale("log")
+axes[0].set_ylabel("output variance")
+axes[-1].legend(fontsize=8)
+plots.save(fig, figures_dir, "fig9_variance_vs_depth")
+plt.show()
+
+# %% [markdown]
+# ## The numbers, per seed and over seeds
+# `last_end`: last layer's variance at the end of training; `growth_deep` / `growth_shallow`:
+# end-of-training variance divided by the variance at the first logged step after warmup
+# (10% of training), for the last layer and the mean of the first `shallow_layers` layers;
+# `depth_slope`: slope of log(variance) against layer at the end (an exponential in depth
+# has a constant positive slope), with the R^2 of that fit and of a straight line.
+
+# %%
+warm = min((s for s in steps if s >= 0.1 * steps[-1]), default=steps[0])
+
+
+def per_run(group):
+    at = lambda step: group[group["step"] == step].set_index("layer")["resid_var"]  # noqa: E731
+    end, start = at(steps[-1]), at(warm)
+    layers = end.index.to_numpy(dtype=float)
+    log_end = np.log(end.to_numpy())
+    slope, intercept = np.polyfit(layers, log_end, 1)
+    r2 = lambda y, fit: 1 - np.sum((y - fit) ** 2) / np.sum((y - y.mean()) ** 2)  # noqa: E731
+    lin = np.polyval(np.polyfit(layers, end.to_numpy(), 1), layers)
+    return {
+        "last_end": end.iloc[-1],
+        "growth_deep": end.iloc[-1] / start.iloc[-1],
+        "growth_shallow": end.iloc[:shallow_layers].mean() / start.iloc[:shallow_layers].mean(),
+        "depth_slope": slope,
+        "r2_exponential": r2(log_end, slope * layers + intercept),
+        "r2_linear": r2(end.to_numpy(), lin),
+    }
+
+
+rows = [{"variant": v, "seed": s, **per_run(g)} for (v, s), g in stats.groupby(["variant", "seed"])]
+import pandas as pd  # noqa: E402
+
+table = pd.DataFrame(rows).merge(final[["variant", "seed", "val_ppl"]], on=["variant", "seed"])
+display(table.round(4))
+summary = pd.DataFrame({
+    LABELS[v]: {col: spread(table[table["variant"] == v][col]) for col in table.columns[2:]} for v in variants
+})
+display(summary)
+
+# %% [markdown]
+# ## Claims, judged over seeds
+# A direction counts as **reproduced** when every seed shows it, **not reproduced** when
+# every seed shows the opposite, and **inconclusive** otherwise. The paper's magnitudes
+# (175 vs 25) belong to a 130M model after 1.3B tokens and are not expected here; the ratio
+# is reported beside them.
+
+# %%
+by = {v: table[table["variant"] == v].set_index("seed") for v in variants}
+
+
+def verdict(flags) -> str:
+    flags = list(flags)
+    return "reproduced" if all(flags) else "not reproduced" if not any(flags) else "inconclusive"
+
+
+ratio = by["pre_ln"]["last_end"] / by["lns"]["last_end"]
+claims = [
+    {
+        "id": "a4-deep-variance-grows",
+        "item": "Fig. 4 / section 5.4",
+        "claim": "Under Pre-LN the last layer's output variance grows during training",
+        "paper_value": "grows after ~2K steps to ~175",
+        "ours": f"growth end/warmup {spread(by['pre_ln']['growth_deep'])}",
+        "verdict": verdict(by["pre_ln"]["growth_deep"] > 1),
+    },
+    {
+        "id": "a4-shallow-flat",
+        "item": "Fig. 4 / section 5.4",
+        "claim": "Under Pre-LN shallow layers grow less than the last layer",
+        "paper_value": "shallow layers stay flat",
+        "ours": f"shallow growth {spread(by['pre_ln']['growth_shallow'])} vs deep {spread(by['pre_ln']['growth_deep'])}",
+        "verdict": verdict(by["pre_ln"]["growth_shallow"] < by["pre_ln"]["growth_deep"]),
+    },
+    {
+        "id": "a4-lns-caps-variance",
+        "item": "Fig. 4 / section 5.4",
+        "claim": "LNS keeps the last layer's variance below Pre-LN's",
+        "paper_value": "~25 vs ~175 (ratio ~7)",
+        "ours": f"LNS {spread(by['lns']['last_end'])} vs Pre-LN {spread(by['pre_ln']['last_end'])}; "
+                f"ratio {spread(ratio)}",
+        "verdict": verdict(ratio > 1),
+    },
+    {
+        "id": "a4-scaled-init-insufficient",
+        "item": "Fig. 4 / section 5.4",
+        "claim": "Scaled initialisation does not keep the last layer's variance as low as LNS",
+        "paper_value": "scaled init reaches ~175 like Pre-LN",
+        "ours": f"scaled init {spread(by['scaled_init']['last_end'])} vs LNS {spread(by['lns']['last_end'])}",
+        "verdict": verdict(by["scaled_init"]["last_end"] > by["lns"]["last_end"]),
+    },
+    {
+        "id": "a9-variance-rises-with-depth",
+        "item": "Fig. 9 / appendix B",
+        "claim": "Under Pre-LN variance rises with depth (exponential pattern) at every stage",
+        "paper_value": "exponential in depth at 1K, 3K, 6K steps",
+        "ours": f"log-variance slope per layer {spread(by['pre_ln']['depth_slope'])}; R^2 exponential "
+                f"{spread(by['pre_ln']['r2_exponential'])} vs linear {spread(by['pre_ln']['r2_linear'])}",
+        "verdict": verdict(by["pre_ln"]["depth_slope"] > 0),
+    },
+]
+for claim in claims:
+    claim.update(paper="A", seeds=seeds, profile=profile)
+save_claims(figures_dir, claims)
+table.to_csv(Path(figures_dir) / "per_run.csv", index=False)
+display(pd.DataFrame(claims)[["id", "paper_value", "ours", "verdict"]])
+
+# %% [markdown]
+# ## Reading the result
+#
+# The table above is regenerated from the runs every time this notebook executes; the
+# paragraph below interprets the committed `default`-profile run.

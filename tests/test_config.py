@@ -1,0 +1,114 @@
+"""Configuration: override syntax, clear errors, every profile resolves, paper shapes."""
+
+import pytest
+import torch
+
+from cod.config import ConfigError, Norm, RunConfig, apply_overrides, parse_override, run_config
+from cod.experiments import load_params, resolve_runs
+from cod.model import Transformer
+
+
+def test_override_values_are_yaml():
+    assert parse_override("optim.lr=1e-3") == ("optim.lr", 1e-3)
+    assert parse_override("model.n_kv_heads=null") == ("model.n_kv_heads", None)
+    cfg = run_config(["model.norm=lns", "model.n_layers=6", "optim.lr=2"])
+    assert cfg.model.norm is Norm.LNS and cfg.model.n_layers == 6
+    assert isinstance(cfg.optim.lr, float)
+
+
+def test_dict_and_list_overrides_agree():
+    a = run_config(["model.norm=lns", "seed=3"])
+    b = run_config({"model.norm": "lns", "seed": 3})
+    assert a == b and a.fingerprint() == b.fingerprint()
+    assert a.fingerprint() != run_config({"seed": 4}).fingerprint()
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["model.nrom=lns"], "unknown setting 'model.nrom'; allowed here: vocab_size"),
+        (["modle.norm=lns"], "unknown setting 'modle'"),
+        (["model.norm=rms"], "allowed: pre_ln, lns, post_ln"),
+        (["data.seq_len=512", "model.max_seq_len=256"], "data.seq_len=512 exceeds model.max_seq_len=256"),
+        (["train.steps=0"], "train.steps"),
+        (["model.vocab_size=100", "data.vocab_size=4096"], "model.vocab_size"),
+        (["optim.warmup_frac=2"], "optim.warmup_frac"),
+        (["data.tokenizer=sentencepiece"], "allowed: bpe, gpt_neox"),
+    ],
+)
+def test_bad_settings_name_the_parameter(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        run_config(overrides)
+
+
+def test_round_trip_through_dict():
+    from cod.config import run_config_from_dict
+
+    cfg = run_config(["model.norm=lns", "model.n_kv_heads=2"])
+    assert run_config_from_dict(cfg.to_dict()) == cfg
+
+
+@pytest.mark.parametrize("profile", ["smoke", "default", "paper"])
+def test_every_experiment_resolves_under_every_profile(profile):
+    params = load_params()
+    params["profile"] = profile
+    for experiment in params["experiments"]:
+        runs = resolve_runs(experiment, params)
+        assert runs and len({r.name for r in runs}) == len(runs)
+
+
+def test_unknown_experiment_and_profile_are_refused(tmp_path):
+    params = load_params()
+    with pytest.raises(ConfigError, match="allowed: a4_variance_dynamics"):
+        resolve_runs("a4_variance", params)
+    bad = tmp_path / "params.yaml"
+    bad.write_text("profile: huge\n")
+    with pytest.raises(ConfigError, match="allowed: smoke, default, paper"):
+        load_params(bad)
+
+
+def _meta_params(overrides: dict) -> int:
+    cfg = run_config(overrides)
+    with torch.device("meta"):
+        return Transformer(cfg.model).num_params()
+
+
+# Paper A (section 5.1, LLaMA configs with the 32,000-token vocabulary of its code) and paper B
+# (section 2, hidden 2048, FFN 8192, GPT-NeoX vocabulary, tied embeddings): millions of parameters.
+PAPER_A = {"a71m": 71, "a130m": 130, "a250m": 250, "a350m": 350, "a1b": 1300}
+PAPER_B = {12: 900, 16: 1200, 24: 1700, 32: 2300}
+
+
+@pytest.mark.parametrize("size, millions", PAPER_A.items())
+def test_paper_a_shapes_have_the_papers_parameter_counts(size, millions):
+    params = load_params()
+    shape = params["profiles"]["paper"]["sizes"][size]
+    count = _meta_params({**shape, "model.vocab_size": 32000})
+    assert count / 1e6 == pytest.approx(millions, rel=0.08)
+
+
+@pytest.mark.parametrize("depth, millions", PAPER_B.items())
+def test_paper_b_depth_ladder_has_the_papers_parameter_counts(depth, millions):
+    shape = {"model.d_model": 2048, "model.n_heads": 16, "model.d_ff": 8192, "model.n_layers": depth,
+             "model.vocab_size": 50304, "model.tie_embeddings": True, "data.tokenizer": "gpt_neox"}
+    assert _meta_params(shape) / 1e6 == pytest.approx(millions, rel=0.05)
+
+
+def test_paper_profile_runs_a_few_steps_at_reduced_width():
+    params = load_params()
+    params["profile"] = "paper"
+    for experiment in params["experiments"]:
+        run = resolve_runs(experiment, params)[0]
+        cfg = apply_overrides(run.config, {"model.d_model": 32, "model.n_heads": 2, "model.d_ff": 64,
+                                           "model.n_layers": 2, "model.vocab_size": 512})
+        model = Transformer(cfg.model)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        idx = torch.randint(0, 512, (2, cfg.data.seq_len))
+        losses = []
+        for _ in range(3):
+            loss = model(idx, idx.roll(-1, 1)).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[-1] < losses[0]

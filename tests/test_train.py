@@ -1,0 +1,119 @@
+"""Training: schedule, weight-decay groups, exact resume, divergence as data, DDP equivalence."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import tiny_run
+from cod.config import ConfigError, run_config
+from cod.model import Transformer
+from cod.train import Trainer, lr_at, main, param_groups
+
+
+def test_schedule_warms_up_then_decays_to_the_floor():
+    cfg = run_config(["train.steps=100", "optim.lr=1.0", "optim.warmup_frac=0.1", "optim.min_lr_ratio=0.1"])
+    lrs = [lr_at(s, cfg) for s in range(100)]
+    assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:]))
+    assert lrs[-1] == pytest.approx(0.1, abs=1e-3)
+
+
+def test_weight_decay_skips_norms_and_embeddings_by_default():
+    model = Transformer(run_config(["model.n_layers=2"]).model)
+    decay, no_decay = param_groups(model, 0.1, decay_all=False)
+    decayed = {id(p) for p in decay["params"]}
+    assert id(model.embed_tokens.weight) not in decayed
+    assert id(model.blocks[0].attn.norm.weight) not in decayed
+    assert id(model.blocks[0].mlp.branch.down_proj.weight) in decayed
+    everything, nothing = param_groups(model, 0.1, decay_all=True)
+    assert len(nothing["params"]) == 0
+
+
+def test_training_learns_and_writes_its_files(tiny_tokens, tmp_path):
+    out = tmp_path / "run"
+    main(["--out", str(out), *tiny_run(tiny_tokens)])
+    final = json.loads((out / "final.json").read_text())
+    history = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in history if "loss" in r]
+    assert final["status"] == "completed" and final["steps"] == 24
+    assert losses[-1] < losses[0] - 0.5
+    variance_rows = [r for r in history if "resid_var" in r]
+    assert [r["step"] for r in variance_rows] == [0, 8, 16, 24]
+    assert all(len(r["resid_var"]) == 3 and min(r["resid_var"]) > 0 for r in variance_rows)
+    assert (out / "model.pt").exists() and not (out / "ckpt.pt").exists()
+    assert math.isclose(final["val_ppl"], math.exp(final["val_loss"]))
+
+
+def test_interrupted_run_resumes_to_the_same_result(tiny_tokens, tmp_path):
+    overrides = tiny_run(tiny_tokens)
+    main(["--out", str(tmp_path / "straight"), *overrides])
+
+    cfg = run_config(overrides)
+    t = Trainer(cfg, tmp_path / "resumed")
+    t.out.mkdir(parents=True)  # run 12 steps by hand, checkpoint, then "crash"
+    while t.step < 12:
+        t.train_step()
+        t.step += 1
+    t.save_checkpoint()
+    main(["--out", str(tmp_path / "resumed"), *overrides])
+
+    a = json.loads((tmp_path / "straight" / "final.json").read_text())
+    b = json.loads((tmp_path / "resumed" / "final.json").read_text())
+    assert b["final_train_loss"] == a["final_train_loss"]
+    assert b["val_loss"] == a["val_loss"]
+    wa = torch.load(tmp_path / "straight" / "model.pt")["model"]
+    wb = torch.load(tmp_path / "resumed" / "model.pt")["model"]
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_checkpoint_of_other_settings_is_not_resumed(tiny_tokens, tmp_path, capsys):
+    main(["--out", str(tmp_path / "r"), *tiny_run(tiny_tokens, "train.steps=8", "train.ckpt_every=4")])
+    torch.save({"fingerprint": "other"}, tmp_path / "r" / "ckpt.pt")
+    main(["--out", str(tmp_path / "r"), "--force", *tiny_run(tiny_tokens, "train.steps=8")])
+    assert "starting afresh" in capsys.readouterr().out
+
+
+def test_finished_run_is_skipped(tiny_tokens, tmp_path, capsys):
+    args = ["--out", str(tmp_path / "r"), *tiny_run(tiny_tokens, "train.steps=4")]
+    main(args)
+    main(args)
+    assert "already complete" in capsys.readouterr().out
+
+
+def test_divergence_is_recorded_not_raised(tiny_tokens, tmp_path):
+    out = tmp_path / "boom"
+    main(["--out", str(out), *tiny_run(tiny_tokens, "optim.lr=1e30", "optim.warmup_frac=0", "optim.grad_clip=0",
+                                      "train.diverge_loss=6", "train.diverge_patience=1")])
+    final = json.loads((out / "final.json").read_text())
+    assert final["status"] == "diverged"
+    assert final["diverged_at"] is not None and final["diverged_at"] < 24
+    assert final["val_ppl"] is None
+
+
+def test_missing_corpus_is_named_before_training(tmp_path):
+    with pytest.raises(FileNotFoundError, match="cod.data.prepare"):
+        main(["--out", str(tmp_path / "r"), f"data.tokens_dir={tmp_path}/nothing"])
+    with pytest.raises(ConfigError, match="model.n_kv_heads"):
+        main(["--out", str(tmp_path / "r"), "model.n_kv_heads=3"])
+
+
+def test_ddp_with_two_processes_matches_one_process(tiny_tokens, tmp_path):
+    overrides = tiny_run(tiny_tokens, "train.steps=6", "train.stats_every=0", "train.ckpt_every=0")
+    main(["--out", str(tmp_path / "single"), *overrides])
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533",
+               "-m", "cod.train", "--out", str(tmp_path / "ddp"), "--device", "cpu", *overrides]
+    subprocess.run(command, check=True, env=env, capture_output=True, timeout=300)
+    single = json.loads((tmp_path / "single" / "final.json").read_text())
+    ddp = json.loads((tmp_path / "ddp" / "final.json").read_text())
+    assert ddp["world_size"] == 2
+    assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-4)
+    wa = torch.load(tmp_path / "single" / "model.pt")["model"]
+    wb = torch.load(tmp_path / "ddp" / "model.pt")["model"]
+    for k in wa:
+        torch.testing.assert_close(wa[k], wb[k], rtol=1e-4, atol=1e-5)
