@@ -17,6 +17,7 @@ Files in --weights (large, DVC-cached):
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import math
@@ -105,6 +106,11 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         np.random.seed(cfg.seed)
         dataset = Path(cfg.data.dataset_dir)
+        if not (dataset / "train.bin").exists():
+            raise FileNotFoundError(
+                f"no token arrays in {dataset} (data.tokens_dir={cfg.data.tokens_dir}, data.tokenizer="
+                f"{cfg.data.tokenizer}, data.vocab_size={cfg.data.vocab_size}): run `dvc repro prepare` "
+                "or `python -m cod.data.prepare`")
         self.batches = TokenBatches(dataset / "train.bin", cfg.data.seq_len, cfg.data.batch_size, cfg.seed,
                                     rank=self.dist.rank, world_size=self.dist.world_size)
         self.dataset = dataset
@@ -317,11 +323,23 @@ def _duration(seconds: float) -> str:
 CODE = ("config.py", "model.py", "train.py", "data/loader.py", "metrics/variance.py")
 
 
+def code_version() -> str:
+    """Hash of the code a run executes, blind to comments, docstrings and formatting."""
+    digest = hashlib.sha256()
+    for name in CODE:
+        tree = ast.parse((Path(__file__).parent / name).read_text())
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                    and isinstance(getattr(body[0], "value", None), ast.Constant):
+                node.body = body[1:] or [ast.Pass()]
+        digest.update(ast.dump(tree).encode())
+    return digest.hexdigest()[:16]
+
+
 def fingerprint(cfg: RunConfig) -> str:
     """Identifies a run's result: its settings plus the code that trains it."""
-    package = Path(__file__).parent
-    code = hashlib.sha256(b"".join((package / f).read_bytes() for f in CODE)).hexdigest()[:16]
-    return f"{cfg.fingerprint()}-{code}"
+    return f"{cfg.fingerprint()}-{code_version()}"
 
 
 def is_complete(out: Path, cfg: RunConfig) -> bool:
