@@ -19,8 +19,8 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from itertools import islice
+from pathlib import Path
 from typing import IO, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -39,7 +39,7 @@ def text_file_documents(files: Sequence[Path]) -> Iterator[tuple[str, str]]:
     for path in files:
         paragraphs = corpus.clean(path.read_text(encoding="utf-8", errors="replace")).split("\n\n")
         for i, text in enumerate(corpus.chunk(paragraphs, 8000)):
-            yield f"{path}/{i:05d}", text
+            yield f"{path.name}/{i:05d}", text
 
 
 def documents(
@@ -58,23 +58,27 @@ def documents(
             yield record["split"], record["source"], record["text"]
 
 
-def check_args(args: argparse.Namespace) -> int:
+def check(
+    tokenizer_kind: str, vocab_size: int | None, source: str, raw: Path, files: Sequence[Path], val_fraction: float
+) -> int:
     """Validate the arguments before any work; return the vocabulary size."""
-    vocab_size = tokenizer.check(args.tokenizer, args.vocab_size)
-    if args.source not in SOURCES:
-        raise ValueError(f"--source {args.source!r} is not one of {', '.join(SOURCES)}")
-    if args.source == "offline_mix" and not args.raw.is_dir():
-        raise FileNotFoundError(f"{args.raw} not found: run `python -m cod.data.snapshot`")
-    if args.source == "text_files":
-        if not args.files:
+    vocab_size = tokenizer.check(tokenizer_kind, vocab_size)
+    if source not in SOURCES:
+        raise ValueError(f"--source {source!r} is not one of {', '.join(SOURCES)}")
+    if source == "offline_mix":
+        missing = [p for p in (raw, *(raw / f"{s.name}.jsonl" for s in corpus.SOURCES)) if not p.exists()]
+        if missing:
+            raise FileNotFoundError(f"{missing[0]} not found: run `python -m cod.data.snapshot`")
+    if source == "text_files":
+        if not files:
             raise ValueError("--source text_files needs --files")
-        missing = [str(p) for p in args.files if not p.is_file()]
+        missing = [str(p) for p in files if not p.is_file()]
         if missing:
             raise FileNotFoundError(f"--files not found: {', '.join(missing)}")
-    if args.source == "fineweb_edu" and args.files:
-        fineweb.builder_for(args.files)
-    if not 0 < args.val_fraction < 1:
-        raise ValueError(f"--val-fraction {args.val_fraction} must be between 0 and 1")
+    if source == "fineweb_edu" and files:
+        fineweb.builder_for(files)
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"--val-fraction {val_fraction} must be between 0 and 1")
     return vocab_size
 
 
@@ -107,48 +111,57 @@ def batches(items: Iterable, size: int) -> Iterator[list]:
         yield batch
 
 
-def prepare(args: argparse.Namespace) -> dict:
-    """Train or load the tokenizer, write the token arrays and meta.json; return the meta."""
-    vocab_size = check_args(args)
+def prepare(
+    out: Path,
+    tokenizer_kind: str,
+    vocab_size: int | None = None,
+    source: str = "offline_mix",
+    raw: Path = Path("data/raw"),
+    files: Sequence[Path] = (),
+    limit: int | None = None,
+    val_fraction: float = corpus.VAL_FRACTION,
+) -> dict:
+    """Train or load the tokenizer, write the token arrays and meta.json (last); return the meta."""
+    vocab_size = check(tokenizer_kind, vocab_size, source, raw, files, val_fraction)
     dtype = dtype_for(vocab_size)
 
     def stream() -> Iterator[tuple[str, str, str]]:
-        return documents(args.source, args.raw, args.files, args.limit, args.val_fraction)
+        return documents(source, raw, files, limit, val_fraction)
 
     start = time.perf_counter()
-    tok = tokenizer.build(args.tokenizer, vocab_size, (text for split, _, text in stream() if split == "train"))
+    tok = tokenizer.build(tokenizer_kind, vocab_size, (text for split, _, text in stream() if split == "train"))
     print(f"tokenizer ready in {time.perf_counter() - start:.1f} s")
     eot = tokenizer.eot_id(tok)
-    args.out.mkdir(parents=True, exist_ok=True)
-    tok.save(str(args.out / "tokenizer.json"))
-    writer = SplitWriter(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tok.save(str(out / "tokenizer.json"))
+    writer = SplitWriter(out)
     try:
         for batch in batches(stream(), BATCH_DOCS):
             encodings = tok.encode_batch_fast([text for _, _, text in batch])
-            for (split, source, _), encoding in zip(batch, encodings):
-                writer.write(split, source, np.asarray(encoding.ids + [eot], dtype=dtype))
+            for (split, name, _), encoding in zip(batch, encodings):
+                writer.write(split, name, np.asarray(encoding.ids + [eot], dtype=dtype))
     finally:
         writer.close()
     print(f"prepared in {time.perf_counter() - start:.1f} s")
     for split in ("train", "val"):
         if split not in writer.counts:
-            raise ValueError(f"no {split} documents: the corpus is too small for --val-fraction {args.val_fraction}")
+            raise ValueError(f"no {split} documents: the corpus is too small for --val-fraction {val_fraction}")
     meta = {
-        "tokenizer": args.tokenizer,
+        "tokenizer": tokenizer_kind,
         "vocab_size": vocab_size,
         "eot_id": eot,
         "dtype": dtype.name,
-        "source": args.source,
+        "source": source,
         "splits": dict(sorted(writer.counts.items())),
     }
-    (args.out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m cod.data.prepare", description=__doc__.split("\n")[0])
     p.add_argument("--tokenizer", required=True, choices=tokenizer.KINDS)
-    p.add_argument("--vocab-size", type=int, help=f"BPE vocabulary size (>= {tokenizer.MIN_BPE_VOCAB}); omit for gpt_neox")
+    p.add_argument("--vocab-size", type=int, help=f"BPE vocabulary size (>= {tokenizer.MIN_BPE_VOCAB}); ignored for gpt_neox")
     p.add_argument("--source", default="offline_mix", choices=SOURCES)
     p.add_argument("--raw", type=Path, default=Path("data/raw"), help="the raw snapshot directory")
     p.add_argument("--files", type=Path, nargs="+", default=[], help="local files for text_files / fineweb_edu")
@@ -160,12 +173,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     p = parser()
-    args = p.parse_args(argv)
+    args = vars(p.parse_args(argv))
+    kind = args.pop("tokenizer")
     try:
-        check_args(args)
+        check(kind, args["vocab_size"], args["source"], args["raw"], args["files"], args["val_fraction"])
     except (ValueError, FileNotFoundError) as e:
         p.error(str(e))
-    meta = prepare(args)
+    meta = prepare(tokenizer_kind=kind, **args)
     for split, counts in meta["splits"].items():
         print(f"{split:8s} {counts['tokens']:>11,} tokens {counts['documents']:>7,} documents")
     return 0

@@ -35,7 +35,7 @@ def file_md5s(directory: Path) -> dict[str, str]:
 def dir_md5(files: dict[str, str]) -> str:
     """DVC 3's hash of a flat directory, from its files' MD5s (dvc_data's `Tree.digest`)."""
     listing = [{"md5": md5, "relpath": name} for name, md5 in sorted(files.items())]
-    return hashlib.md5(json.dumps(listing).encode()).hexdigest() + ".dir"
+    return hashlib.md5(json.dumps(listing, sort_keys=True).encode()).hexdigest() + ".dir"
 
 
 def read_pin(dvc_file: Path) -> tuple[str, dict]:

@@ -25,12 +25,13 @@ GPT_NEOX_SHA256 = "ca35d8727a533bb6639bf4781ae72b9fda00e6969a76260cf99644479abf1
 
 
 def check(kind: str, vocab_size: int | None) -> int:
-    """The vocabulary size `kind` will have; raise ValueError naming the bad parameter."""
+    """The vocabulary size `kind` will have; raise ValueError naming the bad parameter.
+
+    `vocab_size` sets the BPE's size; GPT-NeoX's is fixed, so there it is ignored.
+    """
     if kind not in KINDS:
         raise ValueError(f"--tokenizer {kind!r} is not one of {', '.join(KINDS)}")
     if kind == "gpt_neox":
-        if vocab_size not in (None, GPT_NEOX_VOCAB):
-            raise ValueError(f"--vocab-size {vocab_size}: the gpt_neox tokenizer has {GPT_NEOX_VOCAB} ids (omit it)")
         return GPT_NEOX_VOCAB
     if vocab_size is None:
         raise ValueError("--vocab-size is required for the bpe tokenizer")

@@ -1,0 +1,30 @@
+# The two set-up commands of the README:
+#   make repro   install everything, rebuild the pinned corpus, run `dvc repro` (params.yaml's profile)
+#   make test    install everything, run the test suite (what CI runs)
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+export DVC_NO_ANALYTICS := 1
+export HF_HUB_OFFLINE := 1
+
+.PHONY: install repro test benchmark
+
+install: $(VENV)/.installed
+
+# torch first and pinned: an open range would pull a multi-GB CUDA build
+$(VENV)/.installed: pyproject.toml requirements-offline.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e ".[dev,hf]"
+	$(BIN)/pip install --quiet --no-deps -r requirements-offline.txt
+	touch $@
+
+repro: install
+	$(BIN)/python -m cod.data.snapshot
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
+
+test: install
+	$(BIN)/python -m pytest -q
+
+benchmark: install
+	$(BIN)/python -m cod.benchmark

@@ -1,0 +1,88 @@
+"""The whole pipeline at the smoke profile, in a throwaway copy of the repository."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+COPIED = ["cod", "notebooks", "params.yaml", "dvc.yaml", "data.dvc", ".dvcignore", "pyproject.toml"]
+
+
+def _env() -> dict:
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1",
+            "HF_HUB_OFFLINE": "1", "PYTHONPATH": ""}
+
+
+def _run(command: list[str], cwd: Path) -> str:
+    done = subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def smoke_repo(tmp_path_factory) -> Path:
+    repo = tmp_path_factory.mktemp("smoke")
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__", "executed"))
+        else:
+            shutil.copy(source, repo / name)
+    (repo / ".dvc").mkdir()
+    shutil.copy(ROOT / ".dvc" / "config", repo / ".dvc" / "config")
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["profile"] = "smoke"
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    _run(["git", "init", "-q"], repo)
+    _run([sys.executable, "-m", "cod.data.snapshot"], repo)
+    _run(["dvc", "repro"], repo)
+    return repo
+
+
+def test_every_notebook_stage_writes_its_figures_and_claims(smoke_repo):
+    stages = yaml.safe_load((smoke_repo / "dvc.yaml").read_text())["stages"]
+    notebooks = [name for name, stage in stages.items() if "cod.notebook" in stage.get("cmd", "")]
+    assert "a4_variance_dynamics" in notebooks
+    for name in notebooks:
+        executed = smoke_repo / "notebooks" / "executed" / f"{name}.ipynb"
+        assert executed.exists() and executed.with_suffix(".html").exists()
+        figures = smoke_repo / "figures" / name
+        assert list(figures.glob("*.png")), f"{name} wrote no figure"
+        for claim in json.loads((figures / "claims.json").read_text()):
+            assert claim["verdict"]
+
+
+def test_runs_record_seed_and_settings(smoke_repo):
+    finals = list((smoke_repo / "runs" / "a4_variance_dynamics").glob("*/final.json"))
+    assert len(finals) == 3
+    for path in finals:
+        final = json.loads(path.read_text())
+        assert final["status"] in ("completed", "diverged") and final["seed"] == 0
+        assert json.loads((path.parent / "config.json").read_text())["model"]["n_layers"] == 4
+
+
+def test_changing_a_plot_parameter_does_not_retrain(smoke_repo):
+    params_path = smoke_repo / "params.yaml"
+    original = params_path.read_text()
+    params = yaml.safe_load(original)
+    params["notebooks"]["a4_variance_dynamics"]["shallow_layers"] = 2
+    params_path.write_text(yaml.safe_dump(params, sort_keys=False))
+    try:
+        status = _run(["dvc", "status", "--json"], smoke_repo)
+        assert set(json.loads(status)) == {"a4_variance_dynamics"}
+    finally:
+        params_path.write_text(original)
+
+
+def test_notebook_runner_refuses_unknown_parameters(smoke_repo):
+    done = subprocess.run([sys.executable, "-m", "cod.notebook", "a4_variance_dynamics", "-p", "shalow_layers=2"],
+                          cwd=smoke_repo, env=_env(), capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "has no parameter 'shalow_layers'" in done.stderr and "shallow_layers" in done.stderr
