@@ -1,0 +1,78 @@
+"""Attention sparsity and entropy (paper B eq. 15-16, 21-23; Fig. 5-6, 14-18).
+
+For the attention probabilities A^{l,h} (T x T) of layer l and head h:
+
+    S^{l,h}_eps = (1 / |V|) sum_{(i,j) in V} 1[A^{l,h}_{ij} < eps]                 (eq. 15)
+    H^{l,h}_i   = - sum_{j in V_i} A^{l,h}_{ij} log A^{l,h}_{ij}   (nats)           (eq. 21)
+    H^{l,h}     = mean_i H^{l,h}_i                                                  (eq. 22)
+
+and the global values average over layers and heads (eq. 16, 23). V is the set of entries
+a query may attend to: with causal attention the pairs j <= i (the masked upper triangle is
+zero by construction and is not counted as sparsity; the paper does not say, and counting
+it would add about one half at any eps). Sequences of the batch are pooled: the fractions
+and means run over every sequence's entries and queries.
+
+The patterns come from models that expose them: `cod.model.Transformer`'s
+`block.attn.branch.pattern(block.attn.normed_input(x), model.rotary(T))`, (B, H, T, T).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from cod.metrics.stream import Stream
+
+
+def _valid(pattern: torch.Tensor, causal: bool) -> torch.Tensor:
+    seq_len = pattern.shape[-1]
+    full = torch.ones(seq_len, seq_len, dtype=torch.bool, device=pattern.device)
+    return full.tril() if causal else full
+
+
+def attention_sparsity(pattern: torch.Tensor, thresholds: Sequence[float], causal: bool = True) -> np.ndarray:
+    """(B, H, T, T) probabilities -> (H, len(thresholds)) fractions of valid entries below eps (eq. 15)."""
+    valid = _valid(pattern, causal)
+    entries = pattern[..., valid]  # (B, H, |V|)
+    return np.array([[(entries[:, h] < eps).double().mean().item() for eps in thresholds]
+                     for h in range(pattern.shape[1])])
+
+
+def attention_entropy(pattern: torch.Tensor, causal: bool = True) -> np.ndarray:
+    """(B, H, T, T) probabilities -> (H,) mean over queries of -sum_j p log p (eq. 21-22)."""
+    p = pattern.double().masked_fill(~_valid(pattern, causal), 0.0)
+    plogp = torch.where(p > 0, p * p.clamp_min(1e-300).log(), torch.zeros_like(p))
+    return (-plogp.sum(-1)).mean(dim=(0, 2)).cpu().numpy()
+
+
+@dataclass
+class AttentionStats:
+    thresholds: list[float]
+    sparsity: np.ndarray  # (L, H, len(thresholds)), eq. 15
+    entropy: np.ndarray  # (L, H), eq. 22
+
+    @property
+    def global_sparsity(self) -> np.ndarray:
+        """(len(thresholds),): eq. 16."""
+        return self.sparsity.mean(axis=(0, 1))
+
+    @property
+    def global_entropy(self) -> float:
+        """Eq. 23."""
+        return float(self.entropy.mean())
+
+
+@torch.no_grad()
+def attention_stats(model, stream: Stream, thresholds: Sequence[float]) -> AttentionStats:
+    """Sparsity and entropy of every layer and head on the stream's tokens (our Transformer); the
+    evaluation length is the stream's sequence length."""
+    rope = model.rotary(stream.h[0].shape[1])
+    sparsity, entropy = [], []
+    for l, block in enumerate(model.blocks):
+        pattern = block.attn.branch.pattern(block.attn.normed_input(stream.h[l]), rope)
+        sparsity.append(attention_sparsity(pattern, thresholds))
+        entropy.append(attention_entropy(pattern))
+    return AttentionStats(list(thresholds), np.stack(sparsity), np.stack(entropy))

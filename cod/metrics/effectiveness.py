@@ -1,0 +1,86 @@
+"""Every layer-effectiveness metric of one model on one batch of held-out tokens, timed.
+
+The residual stream is computed once per batch and shared: the evaluation batch scores
+removal, causal, permutation and usefulness; a second batch (other tokens) fits the
+usefulness maps; a third, smaller one samples the Jacobians (one token per sequence).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from cod.data.loader import eval_windows
+from cod.metrics.angular import angular_distances
+from cod.metrics.attention import AttentionStats, attention_stats
+from cod.metrics.causal import CausalScores, causal_scores
+from cod.metrics.jacobian import BlockJacobians, block_jacobians
+from cod.metrics.kurtosis import LayerKurtosis, layer_kurtosis
+from cod.metrics.permutation import PermutationScores, permutation_scores
+from cod.metrics.pruning import LayerRemoval, TaskScore, layer_removal
+from cod.metrics.stream import LayeredModel, residual_stream
+from cod.metrics.usefulness import Usefulness, usefulness_scores
+from cod.metrics.variance import token_variance
+from cod.metrics.weights import weight_sparsity
+
+
+@dataclass
+class LayerAnalysis:
+    variance: np.ndarray  # (L,) output variance of every block (paper B eq. 4)
+    angular: np.ndarray  # (L + 1, L + 1) angular distances between h_i and h_j
+    removal: LayerRemoval
+    causal: CausalScores
+    permutation: PermutationScores
+    usefulness: Usefulness
+    jacobians: BlockJacobians
+    kurtosis: LayerKurtosis
+    weight_sparsity: np.ndarray  # (len(thresholds),) over all parameters
+    attention: AttentionStats | None  # None unless attention thresholds were given
+    seconds: dict[str, float] = field(default_factory=dict)  # wall time of each metric
+
+
+def held_out_tokens(path: str | Path, seq_len: int, eval_tokens: int, fit_tokens: int):
+    """Consecutive windows of a validation array: (x, y) to score on and x_fit (other windows) to fit on."""
+    n_eval, n_fit = eval_tokens // seq_len, fit_tokens // seq_len
+    x, y = next(eval_windows(path, seq_len, n_eval + n_fit, (n_eval + n_fit) * seq_len))
+    if len(x) < n_eval + n_fit:
+        raise ValueError(f"{path} holds {len(x)} windows of {seq_len}, fewer than {n_eval + n_fit}")
+    return x[:n_eval], y[:n_eval], x[n_eval:]
+
+
+def analyse_layers(model: LayeredModel, idx: torch.Tensor, targets: torch.Tensor, fit_idx: torch.Tensor,
+                   jacobian_idx: torch.Tensor, tau: float = 0.1, weight_thresholds: Sequence[float] = (1e-1, 1e-2, 1e-4),
+                   attention_thresholds: Sequence[float] | None = None, task: TaskScore | None = None,
+                   seed: int = 0) -> LayerAnalysis:
+    """All metrics on tokens idx/targets (B, T); usefulness fits on fit_idx; Jacobians at one
+    random position of each sequence of jacobian_idx."""
+    seconds: dict[str, float] = {}
+
+    def timed(name, fn, *args, **kwargs):
+        start = time.perf_counter()
+        out = fn(*args, **kwargs)
+        seconds[name] = time.perf_counter() - start
+        return out
+
+    stream = timed("stream", residual_stream, model, idx, targets)
+    fit = timed("fit_stream", residual_stream, model, fit_idx)
+    jac_stream = timed("jacobian_stream", residual_stream, model, jacobian_idx)
+    return LayerAnalysis(
+        variance=np.array([token_variance(h) for h in stream.h[1:]]),
+        angular=timed("angular", angular_distances, stream),
+        removal=timed("removal", layer_removal, model, stream, task),
+        causal=timed("causal", causal_scores, model, stream),
+        permutation=timed("permutation", permutation_scores, model, stream),
+        usefulness=timed("usefulness", usefulness_scores, model, stream, fit, tau),
+        jacobians=timed("jacobian", block_jacobians, model, jac_stream, seed),
+        kurtosis=timed("kurtosis", layer_kurtosis, stream),
+        weight_sparsity=timed("weight_sparsity", weight_sparsity, model.parameters(), weight_thresholds),
+        attention=None if attention_thresholds is None
+        else timed("attention", attention_stats, model, stream, attention_thresholds),
+        seconds=seconds,
+    )

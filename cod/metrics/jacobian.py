@@ -1,0 +1,61 @@
+"""Block Jacobians and their distance from the identity (paper B section 2, Fig. 2b, Fig. 3, Fig. 12).
+
+For block l with input x (B, T, D) and output y = f_l(x), the per-token Jacobian is
+
+    J_{l,t} = d y_t / d x_t    (D, D),
+
+the derivative of the output at position t with respect to the input at the same position,
+every other position held fixed (attention mixes positions, so the full derivative of
+y_t also has blocks d y_t / d x_s for s != t; they are left out). The reported matrix is
+the mean over sampled tokens, J_l = mean_t J_{l,t}, and its deviation from the identity is
+
+    ||J_l - I||_F / d.
+
+The authors' script instead backpropagates the sum over all positions of one output
+coordinate and averages the input gradient over positions, which mixes in the d y_t / d x_s
+terms; the per-position definition follows the paper's reading of J as the map from one
+token's x_l to its x_{l+1}.
+
+Sampling: one token per sequence of the stream, at a uniformly random position, so that
+the D backward passes per block recover all sampled tokens at once (sequences do not
+interact). Cost: D backward passes of the block over the stream's B x T tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from cod.metrics.stream import LayeredModel, Stream
+
+
+@dataclass
+class BlockJacobians:
+    mean: np.ndarray  # (L, D, D) float32: J_l averaged over sampled tokens, [out, in]
+    deviation: np.ndarray  # (L,): ||J_l - I||_F / d
+
+
+def token_jacobians(model: LayeredModel, block: int, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """(B, D, D) Jacobians d y_{b,t_b} / d x_{b,t_b} of block `block` at positions t_b (B,)."""
+    rows, positions = torch.arange(x.shape[0], device=x.device), positions.to(x.device)
+    with torch.enable_grad():
+        picked = x[rows, positions].detach().requires_grad_(True)  # (B, D)
+        y = model.run_blocks(x.detach().index_put((rows, positions), picked), order=[block])[rows, positions]
+        d = y.shape[-1]
+        grads = [
+            torch.autograd.grad(y, picked, torch.eye(d, dtype=y.dtype, device=y.device)[i].expand_as(y),
+                                retain_graph=i < d - 1)[0]
+            for i in range(d)
+        ]  # d tensors (B, D): row i of every token's Jacobian
+    return torch.stack(grads, dim=1)
+
+
+def block_jacobians(model: LayeredModel, stream: Stream, seed: int = 0) -> BlockJacobians:
+    """Mean per-token Jacobian of every block over one random position per sequence."""
+    batch, seq_len, d = stream.h[0].shape
+    positions = torch.randint(seq_len, (batch,), generator=torch.Generator().manual_seed(seed))
+    means = [token_jacobians(model, l, stream.h[l], positions).double().mean(0).cpu() for l in range(stream.n_layers)]
+    deviation = np.array([(m - torch.eye(d, dtype=m.dtype)).norm().item() / d for m in means])
+    return BlockJacobians(torch.stack(means).float().numpy(), deviation)

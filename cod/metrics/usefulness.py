@@ -1,0 +1,90 @@
+"""Usefulness score: which layers do more than an affine map (paper B eq. 9-10, Table 1's E/W).
+
+For each block l, fit the least-squares affine map of its input to its output over the
+tokens of a held-out batch (`fit` stream),
+
+    (W, b) = argmin sum_t ||x_t W + b - y_t||^2,     x_t = h_{l-1,t},  y_t = h_{l,t},
+
+replace the block by y = x W + b and measure the relative rise in loss on the evaluation
+batch,  U_l = (L(model with block l affine) - L(model)) / L(model)             (eq. 9).
+Block l is useful when U_l > tau (tau = 0.1 in the paper); the score is the fraction of
+useful blocks (eq. 10), E = the number of useful blocks and W = L - E the wasted ones.
+
+The map is applied as fitted, x W + b. The authors' script (compute_usefulness.py) solves
+for the same (D, D) matrix W but copies it into nn.Linear.weight, which computes x W^T + b,
+so their replacement applies the transpose of the fit; we follow the paper's definition.
+Fitting on tokens other than the evaluation ones keeps the fit from being scored on its own
+training data (the authors fit and score on the same sample).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from cod.metrics.stream import LayeredModel, Stream, loss_after
+
+
+class Affine(nn.Module):
+    """y = x W + b on the last dimension; W (D_in, D_out), b (D_out,)."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.register_buffer("bias", bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight + self.bias
+
+
+def fit_affine(x: torch.Tensor, y: torch.Tensor) -> Affine:
+    """Least-squares affine map from x (..., D_in) to y (..., D_out), solved in float64."""
+    x2, y2 = x.reshape(-1, x.shape[-1]).double(), y.reshape(-1, y.shape[-1]).double()
+    design = torch.cat([x2, torch.ones_like(x2[:, :1])], dim=1)  # (N, D_in + 1)
+    driver = "gelsd" if x.device.type == "cpu" else None  # SVD-based on CPU; CUDA has only QR
+    solution = torch.linalg.lstsq(design, y2, driver=driver).solution  # (D_in + 1, D_out)
+    return Affine(solution[:-1].to(x.dtype), solution[-1].to(x.dtype))
+
+
+@dataclass
+class Usefulness:
+    base_loss: float
+    loss: np.ndarray  # (L,) loss with block l (0-based) replaced by its affine fit
+    tau: float
+
+    @property
+    def relative_increase(self) -> np.ndarray:
+        """U_l, eq. 9."""
+        return (self.loss - self.base_loss) / self.base_loss
+
+    @property
+    def useful(self) -> np.ndarray:
+        return self.relative_increase > self.tau
+
+    @property
+    def effective(self) -> int:
+        """E: the number of useful blocks."""
+        return int(self.useful.sum())
+
+    @property
+    def wasted(self) -> int:
+        """W = L - E."""
+        return len(self.loss) - self.effective
+
+    @property
+    def score(self) -> float:
+        """Eq. 10: the fraction of useful blocks."""
+        return self.effective / len(self.loss)
+
+
+@torch.no_grad()
+def usefulness_scores(model: LayeredModel, stream: Stream, fit: Stream, tau: float = 0.1) -> Usefulness:
+    """`stream` (with targets) scores the replacements; `fit` (other tokens) fits them."""
+    n = stream.n_layers
+    loss = np.array([
+        loss_after(model, stream, l, [fit_affine(fit.h[l], fit.h[l + 1]), *range(l + 1, n)]) for l in range(n)
+    ])
+    return Usefulness(stream.loss, loss, tau)

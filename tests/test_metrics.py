@@ -1,0 +1,268 @@
+"""Layer-effectiveness metrics: cases with known answers, and prefix caching against naive recomputation."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from cod.config import ModelConfig
+from cod.metrics.angular import angular_distance, angular_distances, by_offset
+from cod.metrics.attention import attention_entropy, attention_sparsity, attention_stats
+from cod.metrics.causal import causal_scores
+from cod.metrics.effectiveness import analyse_layers
+from cod.metrics.jacobian import block_jacobians
+from cod.metrics.kurtosis import kurtosis, layer_kurtosis
+from cod.metrics.permutation import permutation_scores, swapped
+from cod.metrics.pruning import layer_removal
+from cod.metrics.stream import residual_stream
+from cod.metrics.usefulness import fit_affine, usefulness_scores
+from cod.metrics.weights import weight_sparsity
+from cod.model import Transformer
+
+VOCAB, LAYERS, D = 61, 4, 32
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: a second intra-op thread only adds contention on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny(norm: str = "pre_ln", seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    model = Transformer(ModelConfig(vocab_size=VOCAB, d_model=D, n_layers=LAYERS, n_heads=4, max_seq_len=32,
+                                    norm=norm, init_std=0.2)).eval()
+    for p in model.parameters():  # move norm gains off 1 so every parameter matters
+        p.data.add_(0.05 * torch.randn_like(p))
+    return model
+
+
+def tokens(batch: int = 4, seq: int = 12, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = torch.randint(0, VOCAB, (batch, seq + 1), generator=torch.Generator().manual_seed(seed))
+    return ids[:, :-1], ids[:, 1:]
+
+
+def silence(block) -> None:
+    """Zero the output projections: the block becomes the identity."""
+    block.attn.branch.o_proj.weight.data.zero_()
+    block.mlp.branch.down_proj.weight.data.zero_()
+
+
+class Replaced(nn.Module):
+    """A model of the protocol whose block `layer` is another module (e.g. an affine map)."""
+
+    def __init__(self, model: Transformer, layer: int, module: nn.Module):
+        super().__init__()
+        self.model, self.layer, self.module = model, layer, module
+        self.blocks = [module if i == layer else b for i, b in enumerate(model.blocks)]
+
+    def embed(self, idx):
+        return self.model.embed(idx)
+
+    def run_blocks(self, x, order=None, keep=(), states=None, first_step=0):
+        order = range(len(self.blocks)) if order is None else order
+        order = [self.module if entry == self.layer and isinstance(entry, int) else entry for entry in order]
+        return self.model.run_blocks(x, order=order, keep=keep, states=states, first_step=first_step)
+
+    def head(self, x, targets=None):
+        return self.model.head(x, targets)
+
+
+# ----------------------------------------------------------------------------- known answers
+
+
+def test_identity_blocks_have_no_causal_effect_and_identity_jacobian():
+    model = tiny()
+    silence(model.blocks[1])
+    x, y = tokens()
+    stream = residual_stream(model, x, y)
+    causal = causal_scores(model, stream)
+    assert np.all(causal.matrix[1, 2:] == 0.0)  # skipping an identity block changes nothing later
+    assert causal.matrix[0, 1] == 0.0 and np.all(causal.matrix[0, 2:] > 0.0)  # 0/0 := 0
+    jac = block_jacobians(model, stream)
+    assert jac.deviation[1] == 0.0 and np.all(jac.deviation[[0, 2, 3]] > 0)
+    np.testing.assert_array_equal(jac.mean[1], np.eye(D))
+
+    for block in model.blocks:
+        silence(block)
+    stream = residual_stream(model, x, y)
+    assert causal_scores(model, stream).global_score == 0.0
+    assert np.all(block_jacobians(model, stream).deviation == 0.0)
+
+
+def test_jacobian_is_the_same_position_derivative():
+    model = tiny()
+    x, _ = tokens(batch=2, seq=6)
+    stream = residual_stream(model, x)
+    jac = block_jacobians(model, stream, seed=3)
+    positions = torch.randint(6, (2,), generator=torch.Generator().manual_seed(3))
+    h = stream.h[2]
+    expected = []
+    for b, t in enumerate(positions.tolist()):
+        def f(v, b=b, t=t):
+            return model.run_blocks(h[b:b + 1].index_put((torch.tensor([0]), torch.tensor([t])), v[None]),
+                                    order=[2])[0, t]
+        expected.append(torch.autograd.functional.jacobian(f, h[b, t]))
+    np.testing.assert_allclose(jac.mean[2], torch.stack(expected).mean(0).numpy(), atol=1e-5)
+
+
+def test_swapping_identical_blocks_scores_zero():
+    model = tiny()
+    model.blocks[3].load_state_dict(model.blocks[1].state_dict())
+    x, y = tokens()
+    perm = permutation_scores(model, residual_stream(model, x, y))
+    assert perm.matrix[1, 3] == 0.0
+    others = perm.matrix[np.triu_indices(LAYERS, k=1)]
+    assert np.count_nonzero(others) == len(others) - 1
+    assert perm.global_score == pytest.approx(others.mean())
+
+
+def test_an_affine_block_is_not_useful():
+    model = tiny()
+    torch.manual_seed(5)
+    linear = nn.Linear(D, D)
+    nn.init.orthogonal_(linear.weight)  # far from its transpose
+    wrapped = Replaced(model, 2, linear)
+    x, y = tokens()
+    fit_x, _ = tokens(batch=8, seed=2)
+    result = usefulness_scores(wrapped, residual_stream(wrapped, x, y), residual_stream(wrapped, fit_x), tau=0.1)
+    assert abs(result.relative_increase[2]) < 1e-4
+    assert not result.useful[2]
+    assert result.effective + result.wasted == LAYERS and result.score == result.effective / LAYERS
+
+
+def test_affine_fit_is_applied_untransposed():
+    torch.manual_seed(0)
+    linear = nn.Linear(8, 8)
+    x = torch.randn(200, 8)
+    fitted = fit_affine(x, linear(x).detach())
+    torch.testing.assert_close(fitted(x), linear(x).detach(), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fitted.weight, linear.weight.detach().T, atol=1e-5, rtol=1e-5)
+
+
+def test_angular_distance_extremes():
+    v = torch.randn(5, 16)
+    assert angular_distance(v, v).abs().max().item() < 1e-6
+    assert (angular_distance(v, -v) - 1).abs().max().item() < 1e-6
+    assert angular_distance(torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])).item() == pytest.approx(0.5)
+
+
+def test_angular_matrix_layout():
+    model = tiny()
+    stream = residual_stream(model, tokens()[0])
+    dist = angular_distances(stream)
+    assert dist.shape == (LAYERS + 1, LAYERS + 1) and np.allclose(dist, dist.T) and np.all(np.diag(dist) == 0)
+    offsets = by_offset(dist)
+    assert offsets[0, 2] == dist[2, 3] and offsets[LAYERS - 1, 0] == dist[0, LAYERS]
+    assert np.isnan(offsets[LAYERS - 1, 1])
+
+
+def causal_mask_uniform(seq: int) -> torch.Tensor:
+    return torch.ones(seq, seq).tril() / torch.arange(1, seq + 1)[:, None]
+
+
+def test_attention_sparsity_and_entropy_of_uniform_and_one_hot():
+    seq = 8
+    uniform = causal_mask_uniform(seq).expand(2, 3, seq, seq)
+    entropy = attention_entropy(uniform)
+    assert entropy.shape == (3,)
+    np.testing.assert_allclose(entropy, np.mean(np.log(np.arange(1, seq + 1))))
+    # entries 1/(i+1) below 0.2 are those of rows i >= 5: 6 + 7 + 8 of 36 valid entries
+    np.testing.assert_allclose(attention_sparsity(uniform, [0.2, 1e-3]), [[21 / 36, 0.0]] * 3)
+
+    sink = torch.zeros(1, 2, seq, seq)
+    sink[..., 0] = 1.0  # every query attends to the first token only
+    np.testing.assert_allclose(attention_entropy(sink), 0.0)
+    np.testing.assert_allclose(attention_sparsity(sink, [0.5]), [[(36 - seq) / 36]] * 2)
+    np.testing.assert_allclose(attention_sparsity(sink, [0.5], causal=False), [[(64 - seq) / 64]] * 2)
+
+
+def test_attention_stats_of_a_model():
+    model = tiny()
+    stats = attention_stats(model, residual_stream(model, tokens()[0]), [1e-1, 1e-3])
+    assert stats.sparsity.shape == (LAYERS, 4, 2) and stats.entropy.shape == (LAYERS, 4)
+    assert np.all(stats.global_sparsity[0] >= stats.global_sparsity[1])
+    assert 0 < stats.global_entropy < math.log(12)
+
+
+def test_kurtosis_of_a_gaussian_is_three():
+    sample = torch.randn(200_000, 3, generator=torch.Generator().manual_seed(0))
+    np.testing.assert_allclose(kurtosis(sample).numpy(), 3.0, atol=0.06)
+    model = tiny()
+    result = layer_kurtosis(residual_stream(model, tokens()[0]))
+    assert result.per_dim.shape == (LAYERS, D) and result.layer.shape == (LAYERS,)
+
+
+def test_layer_removal_passes_orders_to_the_task():
+    model = tiny()
+    seen = []
+
+    def task(order):
+        seen.append(order)
+        return -model.head(model.run_blocks(model.embed(x), order=order), y)[1].item()
+
+    x, y = tokens()
+    result = layer_removal(model, residual_stream(model, x, y), task)
+    assert seen[-1] == list(range(LAYERS)) and seen[0] == [1, 2, 3]
+    np.testing.assert_allclose(result.task_drop, result.loss_increase, rtol=1e-6)
+    np.testing.assert_allclose(result.ppl, np.exp(result.loss))
+
+
+def test_weight_sparsity_counts_small_entries():
+    params = [torch.tensor([0.5, -0.05, 0.005]), torch.tensor([[1e-5, -2.0]])]
+    np.testing.assert_allclose(weight_sparsity(params, [1e-1, 1e-2, 1e-4]), [3 / 5, 2 / 5, 1 / 5])
+
+
+# ----------------------------------------------------------------------------- prefix caching
+
+
+@pytest.mark.parametrize("norm", ["pre_ln", "lns"])
+def test_prefix_caching_matches_naive_recomputation(norm):
+    model = tiny(norm)
+    x, y = tokens()
+    fit_x, _ = tokens(batch=6, seed=3)
+    stream, fit = residual_stream(model, x, y), residual_stream(model, fit_x)
+
+    def naive_loss(order):
+        return model.head(model.run_blocks(model.embed(x), order=order), y)[1].item()
+
+    with torch.no_grad():
+        base = naive_loss(list(range(LAYERS)))
+        assert stream.loss == base
+        removal = layer_removal(model, stream)
+        np.testing.assert_array_equal(removal.loss, [naive_loss([k for k in range(LAYERS) if k != l])
+                                                     for l in range(LAYERS)])
+        perm = permutation_scores(model, stream)
+        for i in range(LAYERS):
+            for j in range(i + 1, LAYERS):
+                assert perm.matrix[i, j] == abs(naive_loss(swapped(LAYERS, i, j)) - base) / base
+        useful = usefulness_scores(model, stream, fit)
+        for l in range(LAYERS):
+            order = list(range(LAYERS))
+            order[l] = fit_affine(fit.h[l], fit.h[l + 1])
+            assert useful.loss[l] == naive_loss(order)
+        causal = causal_scores(model, stream)
+        for s in range(LAYERS - 1):
+            states = {}
+            kept = [k for k in range(LAYERS) if k != s]
+            model.run_blocks(model.embed(x), order=kept, keep=("resid_post",), states=states)
+            altered = [stream.h[0]] + [states[f"resid_post.{i}"] for i in range(LAYERS - 1)]
+            for l in range(s + 1, LAYERS):
+                new = altered[l] - altered[l - 1]  # block l runs at step l - 1 once s is gone
+                old = stream.h[l + 1] - stream.h[l]
+                expected = (new - old).norm(dim=-1).mean().item() / old.norm(dim=-1).mean().item()
+                assert causal.matrix[s, l] == expected
+
+
+def test_analyse_layers_runs_everything():
+    model = tiny()
+    x, y = tokens()
+    result = analyse_layers(model, x, y, tokens(batch=6, seed=3)[0], x[:2], attention_thresholds=[1e-2])
+    assert result.variance.shape == (LAYERS,) and result.jacobians.mean.shape == (LAYERS, D, D)
+    assert result.attention.sparsity.shape == (LAYERS, 4, 1)
+    assert {"stream", "causal", "permutation", "usefulness", "jacobian"} <= set(result.seconds)
