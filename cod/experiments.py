@@ -79,15 +79,16 @@ def resolve_runs(experiment: str, params: dict[str, Any]) -> list[Run]:
     spec, profile = experiments[experiment], profile_settings(params)
     seeds = spec.get("seeds", profile["seeds"])
     runs = []
-    for variant, changes in spec["variants"].items():
-        changes = dict(changes or {})
-        size = changes.pop("size", spec.get("size"))
-        if size not in profile.get("sizes", {}):
-            raise ConfigError(f"experiments.{experiment} ({variant}): size={size!r} is not a size of profile "
-                              f"{params['profile']!r}; allowed: {', '.join(profile.get('sizes', {}))}")
-        shared = {**profile.get("base", {}), **profile["sizes"][size], **spec.get("overrides", {}),
-                  **spec.get("profiles", {}).get(params["profile"], {})}
-        runs += [Run(experiment, variant, seed, {**shared, **changes, "seed": seed}) for seed in seeds]
+    for seed in seeds:  # seed-major: an interrupted sweep leaves whole seeds finished
+        for variant, changes in spec["variants"].items():
+            changes = dict(changes or {})
+            size = changes.pop("size", spec.get("size"))
+            if size not in profile.get("sizes", {}):
+                raise ConfigError(f"experiments.{experiment} ({variant}): size={size!r} is not a size of profile "
+                                  f"{params['profile']!r}; allowed: {', '.join(profile.get('sizes', {}))}")
+            shared = {**profile.get("base", {}), **profile["sizes"][size], **spec.get("overrides", {}),
+                      **spec.get("profiles", {}).get(params["profile"], {})}
+            runs.append(Run(experiment, variant, seed, {**shared, **changes, "seed": seed}))
     for run in runs:
         try:
             run.config
