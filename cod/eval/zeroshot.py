@@ -1,0 +1,105 @@
+"""Zero-shot multiple choice and LAMBADA, scored the lm-evaluation-harness way.
+
+A request is (context, continuation). The context is encoded as `prefix + encode(context)`,
+the whole as `prefix + encode(context + continuation)`, and the continuation's tokens are
+the whole's tokens after the context's (trailing spaces of a context move to the
+continuation first). Its score is the summed log-probability of those tokens; `greedy`
+says whether each of them is also the argmax. Inputs longer than the model's positions
+lose their start.
+
+Per item with choices c_i: `acc` takes argmax_i loglik_i, `acc_norm` takes
+argmax_i loglik_i / len(c_i) (characters, delimiter excluded); LAMBADA's `acc` is the share
+of items whose last word is predicted greedily in full. Each result carries the chance
+level of its items and their number.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from cod.eval.lm import LanguageModel
+from cod.eval.tasks import TASKS, Item, chance, load_task, task
+
+
+def _split(lm: LanguageModel, context: str, continuation: str) -> tuple[list[int], list[int]]:
+    moved = len(context) - len(context.rstrip(" "))
+    if moved:
+        context, continuation = context[:-moved], context[-moved:] + continuation
+    head = lm.document(context)
+    whole = lm.document(context + continuation)
+    if not head:
+        raise ValueError("an empty context needs a prefix token: give the LanguageModel a tokenizer that has one")
+    return head, whole[len(head):]
+
+
+@torch.no_grad()
+def loglikelihoods(lm: LanguageModel, requests: Sequence[tuple[str, str]], batch_tokens: int = 4096
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(summed log-probability, greedy match) of each (context, continuation) request."""
+    encoded = []
+    for context, continuation in requests:
+        head, tail = _split(lm, context, continuation)
+        ids = (head + tail)[:-1]
+        if lm.max_len is not None:
+            if len(tail) > lm.max_len:
+                raise ValueError(f"a continuation of {len(tail)} tokens exceeds the model's {lm.max_len} positions")
+            ids = ids[-lm.max_len:]
+        encoded.append((ids, tail))
+    scores, greedy = np.zeros(len(requests)), np.zeros(len(requests), dtype=bool)
+    order = sorted(range(len(requests)), key=lambda r: -len(encoded[r][0]))
+    start = 0
+    while start < len(order):
+        width = len(encoded[order[start]][0])
+        batch = order[start:start + max(1, batch_tokens // width)]
+        start += len(batch)
+        idx = torch.zeros(len(batch), width, dtype=torch.long)
+        rows, cols, targets, owner = [], [], [], []
+        for b, r in enumerate(batch):
+            ids, tail = encoded[r]
+            idx[b, :len(ids)] = torch.tensor(ids)
+            rows += [b] * len(tail)
+            cols += range(len(ids) - len(tail), len(ids))
+            targets += tail
+            owner += [b] * len(tail)
+        x = lm.hidden(idx)[torch.tensor(rows), torch.tensor(cols)]  # (N, D): states that predict the tail
+        logprobs = lm.head(x[None])[0][0].float().log_softmax(-1)  # (N, V)
+        targets, owner = torch.tensor(targets), torch.tensor(owner)
+        picked = logprobs.gather(1, targets[:, None])[:, 0].double()
+        hits = (logprobs.argmax(-1) == targets).long()
+        sums = torch.zeros(len(batch), dtype=torch.double).index_add_(0, owner, picked)
+        misses = torch.zeros(len(batch), dtype=torch.long).index_add_(0, owner, 1 - hits)
+        scores[batch] = sums.numpy()
+        greedy[batch] = (misses == 0).numpy()
+    return scores, greedy
+
+
+def score_items(lm: LanguageModel, items: Sequence[Item], greedy: bool = False, batch_tokens: int = 4096) -> dict:
+    """{'acc', 'acc_norm', 'n'} on `items`; `greedy`: acc = exact greedy match (acc_norm NaN)."""
+    requests = [(ctx, cont) for item in items for ctx, cont in zip(item.contexts, item.continuations)]
+    scores, hits = loglikelihoods(lm, requests, batch_tokens)
+    if greedy:
+        return {"acc": float(hits.mean()), "acc_norm": float("nan"), "n": len(items)}
+    right, right_norm, at = [], [], 0
+    for item in items:
+        s = scores[at:at + len(item.choices)]
+        at += len(item.choices)
+        lengths = np.array([len(c) for c in item.choices], dtype=float)
+        right.append(np.argmax(s) == item.gold)
+        right_norm.append(np.argmax(s / lengths) == item.gold)
+    return {"acc": float(np.mean(right)), "acc_norm": float(np.mean(right_norm)), "n": len(items)}
+
+
+def evaluate(lm: LanguageModel, name: str, limit: int | None = None, batch_tokens: int = 4096) -> dict:
+    """{'task', 'acc', 'acc_norm', 'chance', 'n'} of `lm` on task `name` (see cod.eval.tasks)."""
+    items = load_task(name, limit)
+    result = score_items(lm, items, task(name).greedy, batch_tokens)
+    return {"task": name, **result, "chance": chance(items, name)}
+
+
+def evaluate_all(lm: LanguageModel, names: Sequence[str] | None = None, limit: int | None = None,
+                 batch_tokens: int = 4096) -> list[dict]:
+    """`evaluate` on each task of `names` (default: all of cod.eval.tasks.TASKS)."""
+    return [evaluate(lm, name, limit, batch_tokens) for name in (names or list(TASKS))]
