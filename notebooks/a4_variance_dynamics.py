@@ -44,6 +44,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 from IPython.display import Markdown, display
 
 from cod import plots
@@ -52,7 +53,7 @@ from cod.results import load_final, load_layer_stats, save_claims, spread
 LABELS = {"pre_ln": "Pre-LN", "scaled_init": "Pre-LN + scaled init", "lns": "LNS"}
 stats = load_layer_stats(experiment, runs_root)
 final = load_final(experiment, runs_root)
-seeds = sorted(final["seed"].unique())
+seeds = sorted(int(s) for s in final["seed"].unique())
 n_layers = stats["layer"].max()
 steps = sorted(stats["step"].unique())
 print(f"profile={profile}: {len(final)} runs, seeds {seeds}, {n_layers} layers, "
@@ -96,6 +97,7 @@ plt.show()
 # `last_end`: last layer's variance at the end of training; `growth_deep` / `growth_shallow`:
 # end-of-training variance divided by the variance at the first logged step after warmup
 # (10% of training), for the last layer and the mean of the first `shallow_layers` layers;
+# `growth_from_init`: the last layer's end-of-training variance over its value at step 0;
 # `depth_slope`: slope of log(variance) against layer at the end (an exponential in depth
 # has a constant positive slope), with the R^2 of that fit and of a straight line.
 
@@ -105,7 +107,7 @@ warm = min((s for s in steps if s >= 0.1 * steps[-1]), default=steps[0])
 
 def per_run(group):
     at = lambda step: group[group["step"] == step].set_index("layer")["resid_var"]  # noqa: E731
-    end, start = at(steps[-1]), at(warm)
+    end, start, init = at(steps[-1]), at(warm), at(steps[0])
     layers = end.index.to_numpy(dtype=float)
     log_end = np.log(end.to_numpy())
     slope, intercept = np.polyfit(layers, log_end, 1)
@@ -115,6 +117,7 @@ def per_run(group):
         "last_end": end.iloc[-1],
         "growth_deep": end.iloc[-1] / start.iloc[-1],
         "growth_shallow": end.iloc[:shallow_layers].mean() / start.iloc[:shallow_layers].mean(),
+        "growth_from_init": end.iloc[-1] / init.iloc[-1],
         "depth_slope": slope,
         "r2_exponential": r2(log_end, slope * layers + intercept),
         "r2_linear": r2(end.to_numpy(), lin),
@@ -122,8 +125,6 @@ def per_run(group):
 
 
 rows = [{"variant": v, "seed": s, **per_run(g)} for (v, s), g in stats.groupby(["variant", "seed"])]
-import pandas as pd  # noqa: E402
-
 table = pd.DataFrame(rows).merge(final[["variant", "seed", "val_ppl"]], on=["variant", "seed"])
 display(table.round(4))
 summary = pd.DataFrame({
@@ -142,19 +143,34 @@ display(summary)
 by = {v: table[table["variant"] == v].set_index("seed") for v in variants}
 
 
-def verdict(flags) -> str:
-    flags = list(flags)
+def verdict(flags: pd.Series) -> str:
+    """Every seed agrees: reproduced; every seed disagrees: not reproduced; else inconclusive."""
+    flags = list(flags.dropna())
+    if not flags:
+        return "inconclusive"
     return "reproduced" if all(flags) else "not reproduced" if not any(flags) else "inconclusive"
 
 
-ratio = by["pre_ln"]["last_end"] / by["lns"]["last_end"]
+def greater(a: pd.Series, b: pd.Series) -> pd.Series:
+    """a > b per seed, on the seeds both variants have."""
+    a, b = a.align(b, join="inner")
+    return a > b
+
+
+def log_gap(a: pd.DataFrame, b: pd.DataFrame) -> pd.Series:
+    """|log a - log b| of the last layer's final variance, per seed."""
+    return np.log(a["last_end"] / b["last_end"]).abs()
+
+
+ratio = (by["pre_ln"]["last_end"] / by["lns"]["last_end"]).dropna()
 claims = [
     {
         "id": "a4-deep-variance-grows",
         "item": "Fig. 4 / section 5.4",
         "claim": "Under Pre-LN the last layer's output variance grows during training",
         "paper_value": "grows after ~2K steps to ~175",
-        "ours": f"growth end/warmup {spread(by['pre_ln']['growth_deep'])}",
+        "ours": f"growth end/warmup {spread(by['pre_ln']['growth_deep'])}; end/init "
+                f"{spread(by['pre_ln']['growth_from_init'])}",
         "verdict": verdict(by["pre_ln"]["growth_deep"] > 1),
     },
     {
@@ -163,7 +179,7 @@ claims = [
         "claim": "Under Pre-LN shallow layers grow less than the last layer",
         "paper_value": "shallow layers stay flat",
         "ours": f"shallow growth {spread(by['pre_ln']['growth_shallow'])} vs deep {spread(by['pre_ln']['growth_deep'])}",
-        "verdict": verdict(by["pre_ln"]["growth_shallow"] < by["pre_ln"]["growth_deep"]),
+        "verdict": verdict(greater(by["pre_ln"]["growth_deep"], by["pre_ln"]["growth_shallow"])),
     },
     {
         "id": "a4-lns-caps-variance",
@@ -177,19 +193,28 @@ claims = [
     {
         "id": "a4-scaled-init-insufficient",
         "item": "Fig. 4 / section 5.4",
-        "claim": "Scaled initialisation does not keep the last layer's variance as low as LNS",
-        "paper_value": "scaled init reaches ~175 like Pre-LN",
-        "ours": f"scaled init {spread(by['scaled_init']['last_end'])} vs LNS {spread(by['lns']['last_end'])}",
-        "verdict": verdict(by["scaled_init"]["last_end"] > by["lns"]["last_end"]),
+        "claim": "With scaled initialisation the last layer ends closer to Pre-LN's variance than to LNS's",
+        "paper_value": "scaled init reaches ~175 like Pre-LN; LNS ~25",
+        "ours": f"scaled init {spread(by['scaled_init']['last_end'])}, Pre-LN {spread(by['pre_ln']['last_end'])}, "
+                f"LNS {spread(by['lns']['last_end'])}",
+        "verdict": verdict(greater(log_gap(by["scaled_init"], by["lns"]), log_gap(by["scaled_init"], by["pre_ln"]))),
     },
     {
         "id": "a9-variance-rises-with-depth",
         "item": "Fig. 9 / appendix B",
-        "claim": "Under Pre-LN variance rises with depth (exponential pattern) at every stage",
-        "paper_value": "exponential in depth at 1K, 3K, 6K steps",
-        "ours": f"log-variance slope per layer {spread(by['pre_ln']['depth_slope'])}; R^2 exponential "
-                f"{spread(by['pre_ln']['r2_exponential'])} vs linear {spread(by['pre_ln']['r2_linear'])}",
+        "claim": "Under Pre-LN variance rises with depth at the end of training",
+        "paper_value": "rises with depth at 1K, 3K, 6K steps",
+        "ours": f"log-variance slope per layer {spread(by['pre_ln']['depth_slope'])}",
         "verdict": verdict(by["pre_ln"]["depth_slope"] > 0),
+    },
+    {
+        "id": "a9-variance-exponential-in-depth",
+        "item": "Fig. 9 / appendix B",
+        "claim": "Under Pre-LN the rise with depth is exponential rather than linear",
+        "paper_value": "'an exponential growth pattern as depth increases'",
+        "ours": f"R^2 of an exponential fit {spread(by['pre_ln']['r2_exponential'])} vs a straight line "
+                f"{spread(by['pre_ln']['r2_linear'])}",
+        "verdict": verdict(greater(by["pre_ln"]["r2_exponential"], by["pre_ln"]["r2_linear"])),
     },
 ]
 for claim in claims:
@@ -203,3 +228,26 @@ display(pd.DataFrame(claims)[["id", "paper_value", "ours", "verdict"]])
 #
 # The table above is regenerated from the runs every time this notebook executes; the
 # paragraph below interprets the committed `default`-profile run.
+#
+# **Agrees with the paper.** In every seed, LNS ends training with a last-layer variance
+# several times below Pre-LN's (about 4x here, about 7x in the paper's 175 vs 25), and its
+# profile across depth is much flatter (log-variance slope per layer about a third of
+# Pre-LN's). Under Pre-LN the variance rises monotonically with depth at every logged step.
+#
+# **Does not agree, at this budget.** (1) The paper's deep-layer variance grows *after*
+# ~2K steps; our whole run is 400 steps of 4K tokens, i.e. it lies inside the paper's early
+# phase. What we see instead is a sharp peak at the end of warmup (step 40, the peak
+# learning rate), then a steady decay as the cosine schedule lowers the learning rate: the
+# last layer ends ~5x above its value at initialisation but ~10x below its peak. Shallow
+# layers do not stay flat either; they decay less than deep ones after the peak.
+# (2) Scaled initialisation is *not* "as bad as Pre-LN" here: it ends at the same
+# last-layer variance as LNS (and the lowest validation perplexity of the three), because
+# 400 steps do not undo a 1/sqrt(2L) smaller initialisation of the output projections; the
+# paper's point, that scaled init only acts at initialisation, needs a longer run to show.
+# (3) The rise with depth is closer to linear than exponential (a straight line fits better
+# than an exponential in every seed), in line with the theory checks of `a3_theory`, which
+# find no exponential growth in random Pre-LN stacks either.
+#
+# Whether the paper's late growth appears with a longer miniature run is the obvious next
+# experiment: `train.steps` in the `default` profile (or a per-experiment override in
+# `params.yaml`) sets it, at about 1.4 minutes of one core per 100 steps of this shape.

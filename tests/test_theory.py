@@ -246,12 +246,20 @@ def test_tiny_lm_runs_and_trains():
     src = real_stack.MarkovSource(16, alpha=0.2, seed=0)
     assert 0 < src.entropy() < math.log(16)
     torch.manual_seed(0)
-    model = real_stack.TinyLM(real_stack.TinyConfig(vocab=16, d_model=16, n_layers=3, n_heads=2, d_ff=32, max_len=8, norm="lns"))
-    assert [b.scale for b in model.blocks] == pytest.approx([1.0, 1 / math.sqrt(2), 1 / math.sqrt(3)])
+    model = real_stack.tiny_lm("lns", vocab=16, d_model=16, n_layers=3, n_heads=2, max_seq_len=8)
+    assert [b.mlp.norm_scale for b in model.blocks] == pytest.approx([1.0, 1 / math.sqrt(2), 1 / math.sqrt(3)])
     idx = src.sample(4, 8, np.random.default_rng(0))
-    logits, hs = model(idx)
-    assert logits.shape == (4, 8, 16) and len(hs) == 4
-    losses, prof = real_stack.train(model, src, 3, 4, 8, 1e-3, 0, idx, (0, 3))
-    assert len(losses) == 3 and set(prof) == {0, 3} and prof[3]["var"].shape == (4,)
+    with torch.no_grad():  # h_0..h_L by running the blocks by hand, h_L before the final norm
+        hs = [model.embed(idx)]
+        for blk in model.blocks:
+            hs.append(blk(hs[-1], model.rotary(8))[0])
+    prof = real_stack.layer_profile(model, idx)
+    assert prof["var"] == pytest.approx([float(h.var(-1, unbiased=False).mean()) for h in hs], rel=1e-5)
+    assert prof["rho_attn"].shape == prof["rho_ffn"].shape == (3,) and prof["kurtosis"].shape == (4,)
+    losses, profs = real_stack.train(model, src, 3, 4, 8, 1e-3, 0, idx, (0, 3))
+    assert len(losses) == 3 and set(profs) == {0, 3} and profs[3]["var"].shape == (4,)
     jac = real_stack.block_jacobians(model, idx[0, :4])
     assert jac["dev"].shape == (3,) and np.all(jac["prod_norm"] > 0)
+    x0 = model.embed(idx[:1, :4])[0].detach()
+    ref = torch.autograd.functional.jacobian(lambda z: model.blocks[0](z[None], model.rotary(4))[0][0], x0).reshape(64, 64)
+    assert jac["dev"][0] == pytest.approx(float(torch.linalg.matrix_norm(ref - torch.eye(64), ord=2)), rel=1e-4)

@@ -8,7 +8,7 @@ Modules, one job each:
     residual_variance paper A Lemmas 3.2 and 4.1: growth exponents, per-layer law, a rigorous bound
     jacobians         exact block Jacobians and their products, Theorem 4.3's query gradient
     bounds            paper A's Jacobian bounds (eqs. 9, 15, 36, 47-49, 61, 81)
-    real_stack        a tiny trainable Pre-LN / LNS language model and a Markov source
+    real_stack        cod.model.Transformer at a small size, trained on a Markov source
     attention         paper A eq. 27 / Lemma A.1, paper B Theorems 4-5
     sparsity          paper B Theorems 1-2 (feature masks)
     weight_decay      paper B Theorem 3 (decoupled weight decay)

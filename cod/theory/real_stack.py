@@ -1,81 +1,34 @@
-"""A tiny self-contained Pre-LN / LNS language model, trained briefly on a synthetic Markov source.
+"""The package's real Pre-LN / LNS model (`cod.model.Transformer`), trained briefly on a synthetic Markov source.
 
 Used to step off the lemmas' assumptions: causal softmax attention, RMSNorm with a learnable gain,
-SwiGLU, learned positions, LLaMA's N(0, 0.02^2) initialisation, and a little Adam training. LNS
+SwiGLU, rotary positions, LLaMA's N(0, 0.02^2) initialisation, and a little Adam training. LNS
 multiplies both pre-norm outputs of block l (1-based) by 1/sqrt(l) (paper A eq. 12), not the final norm.
+The statistics are read from the model's named states: h_0 = resid_pre.0 (the token embeddings),
+h_l = resid_post.{l-1}, so h_L is taken before the final norm.
+
+Earlier versions used a self-contained copy of this architecture. The differences: rotary position
+embeddings instead of learned ones added to h_0 (h_0 now holds the token embeddings alone), RMSNorm
+eps 1e-5 instead of 1e-6, and another parameter layout, so the same seed draws different weights.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+import warnings
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import nn
+
+from cod.config import ModelConfig, Norm
+from cod.model import Transformer
+
+_STATES = ["resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post"]
 
 
-@dataclass(frozen=True)
-class TinyConfig:
-    vocab: int = 64
-    d_model: int = 64
-    n_layers: int = 16
-    n_heads: int = 4
-    d_ff: int = 176  # ~ 8/3 d, SwiGLU
-    max_len: int = 64
-    norm: str = "pre_ln"  # "pre_ln" | "lns"
-    init_std: float = 0.02
-
-
-class _Block(nn.Module):
-    def __init__(self, cfg: TinyConfig, layer: int):
-        super().__init__()
-        d = cfg.d_model
-        self.n_heads, self.scale = cfg.n_heads, (1.0 / math.sqrt(layer) if cfg.norm == "lns" else 1.0)
-        self.norm1, self.norm2 = nn.RMSNorm(d, eps=1e-6), nn.RMSNorm(d, eps=1e-6)
-        self.qkv, self.proj = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
-        self.gate, self.up = nn.Linear(d, cfg.d_ff, bias=False), nn.Linear(d, cfg.d_ff, bias=False)
-        self.down = nn.Linear(cfg.d_ff, d, bias=False)
-
-    def attn(self, u: torch.Tensor) -> torch.Tensor:
-        *b, t, d = u.shape
-        q, k, v = (z.reshape(*b, t, self.n_heads, -1).transpose(-3, -2) for z in self.qkv(u).chunk(3, -1))
-        logits = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (..., H, T, T)
-        logits = logits.masked_fill(torch.ones(t, t, dtype=torch.bool, device=u.device).triu(1), float("-inf"))
-        return self.proj((torch.softmax(logits, -1) @ v).transpose(-3, -2).reshape(*b, t, d))
-
-    def mlp(self, u: torch.Tensor) -> torch.Tensor:
-        return self.down(F.silu(self.gate(u)) * self.up(u))
-
-    def forward(self, x: torch.Tensor, branches: bool = False):
-        a = self.attn(self.scale * self.norm1(x))
-        xm = x + a
-        f = self.mlp(self.scale * self.norm2(xm))
-        return (xm + f, a, xm, f) if branches else xm + f
-
-
-class TinyLM(nn.Module):
-    def __init__(self, cfg: TinyConfig):
-        super().__init__()
-        self.cfg = cfg
-        self.tok, self.pos = nn.Embedding(cfg.vocab, cfg.d_model), nn.Embedding(cfg.max_len, cfg.d_model)
-        self.blocks = nn.ModuleList(_Block(cfg, layer) for layer in range(1, cfg.n_layers + 1))
-        self.norm_f = nn.RMSNorm(cfg.d_model, eps=1e-6)
-        self.head = nn.Linear(cfg.d_model, cfg.vocab, bias=False)
-        for p in self.parameters():
-            if p.dim() == 2:
-                nn.init.normal_(p, std=cfg.init_std)
-
-    def embed(self, idx: torch.Tensor) -> torch.Tensor:
-        return self.tok(idx) + self.pos(torch.arange(idx.shape[-1], device=idx.device))
-
-    def forward(self, idx: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """idx (B, T) -> logits (B, T, V), hidden states [h_0 (embeddings), h_1, ..., h_L] each (B, T, D)."""
-        hs = [self.embed(idx)]
-        for blk in self.blocks:
-            hs.append(blk(hs[-1]))
-        return self.head(self.norm_f(hs[-1])), hs
+def tiny_lm(norm: str = "pre_ln", vocab: int = 64, d_model: int = 64, n_layers: int = 16, n_heads: int = 4,
+            max_seq_len: int = 64) -> Transformer:
+    """A small `Transformer` (SwiGLU width 8/3 d rounded up to a multiple of 8, untied embeddings)."""
+    return Transformer(ModelConfig(vocab_size=vocab, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+                                   max_seq_len=max_seq_len, norm=Norm(norm)))
 
 
 class MarkovSource:
@@ -103,9 +56,9 @@ class MarkovSource:
         return torch.from_numpy(out)
 
 
-def train(model: TinyLM, source: MarkovSource, steps: int, batch: int, seq_len: int, lr: float, seed: int = 0,
+def train(model: Transformer, source: MarkovSource, steps: int, batch: int, seq_len: int, lr: float, seed: int = 0,
           eval_idx: torch.Tensor | None = None, eval_at=()) -> tuple[list[float], dict[int, dict]]:
-    """Adam (no weight decay), 10% linear warm-up then constant lr.
+    """Adam (no weight decay, no clipping), 10% linear warm-up then constant lr.
 
     Returns the loss of every step and {step: layer_profile(model, eval_idx)} for each step in eval_at
     (step s = after s updates).
@@ -122,8 +75,7 @@ def train(model: TinyLM, source: MarkovSource, steps: int, batch: int, seq_len: 
         for group in opt.param_groups:
             group["lr"] = lr * min(1.0, (step + 1) / warm)
         idx = source.sample(batch, seq_len + 1, rng)
-        logits, _ = model(idx[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1))
+        loss = model(idx[:, :-1], idx[:, 1:]).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -131,45 +83,55 @@ def train(model: TinyLM, source: MarkovSource, steps: int, batch: int, seq_len: 
     return losses, profiles
 
 
+def _var(t: torch.Tensor) -> torch.Tensor:
+    """Per-token variance across features (paper B eq. 4), averaged over tokens."""
+    return t.var(-1, unbiased=False).mean()
+
+
+def _corr(u: torch.Tensor, v: torch.Tensor) -> float:
+    """Feature-wise covariance of u and v averaged over tokens, over the root of their mean variances."""
+    cov = ((u - u.mean(-1, keepdim=True)) * (v - v.mean(-1, keepdim=True))).mean()
+    return float(cov / (_var(u) * _var(v)).sqrt())
+
+
+def _kurtosis(t: torch.Tensor) -> float:
+    """Excess kurtosis of the coordinates of each token, averaged over tokens."""
+    z = (t - t.mean(-1, keepdim=True)) / t.std(-1, unbiased=False, keepdim=True)
+    return float(z.pow(4).mean() - 3)
+
+
 @torch.no_grad()
-def layer_profile(model: TinyLM, idx: torch.Tensor) -> dict[str, np.ndarray]:
-    """Per-layer statistics on a batch: variance of h_l (B eq. 4), (L+1,); branch correlations
-    with the residual they are added to, (L,); excess kurtosis of the coordinates of h_l, (L+1,)."""
-    x = model.embed(idx)
-    var, kurt, rho_a, rho_f = [], [], [], []
-
-    def stats(t):
-        var.append(float(t.var(-1, unbiased=False).mean()))
-        z = (t - t.mean(-1, keepdim=True)) / t.std(-1, unbiased=False, keepdim=True)
-        kurt.append(float(z.pow(4).mean() - 3))
-
-    corr = lambda u, v: float(((u - u.mean(-1, keepdim=True)) * (v - v.mean(-1, keepdim=True))).mean()
-                              / (u.var(-1, unbiased=False).mean() * v.var(-1, unbiased=False).mean()).sqrt())
-    stats(x)
-    for blk in model.blocks:
-        y, a, xm, f = blk(x, branches=True)
-        rho_a.append(corr(x, a))
-        rho_f.append(corr(xm, f))
-        x = y
-        stats(x)
-    return dict(var=np.array(var), kurtosis=np.array(kurt), rho_attn=np.array(rho_a), rho_ffn=np.array(rho_f))
+def layer_profile(model: Transformer, idx: torch.Tensor) -> dict[str, np.ndarray]:
+    """Per-layer statistics on a batch idx (B, T): variance of h_l (B eq. 4), (L+1,); correlation of the
+    attention / FFN output of block l with the residual it is added to, (L,); excess kurtosis of the
+    coordinates of h_l, (L+1,)."""
+    s = model(idx, keep=_STATES).states
+    n = len(model.blocks)
+    hs = [s["resid_pre.0"]] + [s[f"resid_post.{i}"] for i in range(n)]
+    return dict(var=np.array([float(_var(h)) for h in hs]), kurtosis=np.array([_kurtosis(h) for h in hs]),
+                rho_attn=np.array([_corr(s[f"resid_pre.{i}"], s[f"attn_out.{i}"]) for i in range(n)]),
+                rho_ffn=np.array([_corr(s[f"resid_mid.{i}"], s[f"mlp_out.{i}"]) for i in range(n)]))
 
 
-def block_jacobians(model: TinyLM, idx: torch.Tensor) -> dict[str, np.ndarray]:
+def block_jacobians(model: Transformer, idx: torch.Tensor) -> dict[str, np.ndarray]:
     """Exact Jacobians of every block on one sequence idx (T,): ||J_l - I||_2 over the whole sequence,
     ||Jbar_l - I||_F / d of the token-averaged diagonal blocks, and ||d h_l / d h_0||_2, each (L,)."""
     with torch.no_grad():
         x = model.embed(idx[None])[0]  # (T, D)
     t, d = x.shape
+    rope = model.rotary(t)
     eye = torch.eye(t * d)
     prod, dev, dev_diag, prod_norm = eye, [], [], []
     for blk in model.blocks:
-        jac = torch.func.jacrev(lambda z: blk(z[None])[0])(x).reshape(t * d, t * d).detach()
+        step = lambda z: blk(z[None], rope)[0][0]  # noqa: E731
+        with warnings.catch_warnings():  # vmap loops over the backward of CPU attention: slower, still exact
+            warnings.filterwarnings("ignore", message="There is a performance drop")
+            jac = torch.func.jacrev(step)(x).reshape(t * d, t * d).detach()
         prod = jac @ prod
         dev.append(float(torch.linalg.matrix_norm(jac - eye, ord=2)))
         diag = jac.reshape(t, d, t, d).diagonal(dim1=0, dim2=2).mean(-1)
         dev_diag.append(float(torch.linalg.matrix_norm(diag - torch.eye(d)) / d))
         prod_norm.append(float(torch.linalg.matrix_norm(prod, ord=2)))
         with torch.no_grad():
-            x = blk(x[None])[0]
+            x = step(x)
     return dict(dev=np.array(dev), dev_diag=np.array(dev_diag), prod_norm=np.array(prod_norm))
