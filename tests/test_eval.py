@@ -108,6 +108,13 @@ def test_long_inputs_lose_their_start(table):
     assert scores[0] == pytest.approx(table.double().log_softmax(-1)[2, 3].item(), rel=1e-5)
 
 
+def test_continuation_longer_than_the_model_scores_its_last_tokens(table):
+    lm = LanguageModel(bigram_model(table), word_tokenizer(), order=[], max_len=2)
+    scores, _ = loglikelihoods(lm, [("a", " x yyyy zz")])
+    logp = table.double().log_softmax(-1)
+    assert scores[0] == pytest.approx((logp[3, 4] + logp[4, 5]).item(), rel=1e-5)  # yyyy|x + zz|yyyy
+
+
 @pytest.mark.parametrize("name", list(TASKS))
 def test_task_loads_and_formats(name):
     items = load_task(name, limit=4)

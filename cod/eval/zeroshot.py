@@ -43,10 +43,9 @@ def loglikelihoods(lm: LanguageModel, requests: Sequence[tuple[str, str]], batch
     for context, continuation in requests:
         head, tail = _split(lm, context, continuation)
         ids = (head + tail)[:-1]
-        if lm.max_len is not None:
-            if len(tail) > lm.max_len:
-                raise ValueError(f"a continuation of {len(tail)} tokens exceeds the model's {lm.max_len} positions")
-            ids = ids[-lm.max_len:]
+        if lm.max_len is not None:  # as lm-evaluation-harness: keep the last max_len positions and
+            ids = ids[-lm.max_len:]  # score the continuation tokens that survive
+            tail = tail[-lm.max_len:]
         encoded.append((ids, tail))
     scores, greedy = np.zeros(len(requests)), np.zeros(len(requests), dtype=bool)
     order = sorted(range(len(requests)), key=lambda r: -len(encoded[r][0]))
