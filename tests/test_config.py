@@ -9,8 +9,8 @@ from cod.model import Transformer
 
 
 def test_override_values_are_yaml():
-    assert parse_override("optim.lr=1e-3") == ("optim.lr", 1e-3)
     assert parse_override("model.n_kv_heads=null") == ("model.n_kv_heads", None)
+    assert run_config(["optim.lr=1e-3"]).optim.lr == 1e-3  # YAML reads 1e-3 as a string; the field is a float
     cfg = run_config(["model.norm=lns", "model.n_layers=6", "optim.lr=2"])
     assert cfg.model.norm is Norm.LNS and cfg.model.n_layers == 6
     assert isinstance(cfg.optim.lr, float)
@@ -34,6 +34,9 @@ def test_dict_and_list_overrides_agree():
         (["model.vocab_size=100", "data.vocab_size=4096"], "model.vocab_size"),
         (["optim.warmup_frac=2"], "optim.warmup_frac"),
         (["data.tokenizer=sentencepiece"], "allowed: bpe, gpt_neox"),
+        (["model.n_layers=deep"], "model.n_layers='deep' is not allowed; allowed: a number"),
+        (["model.n_layers=2.5"], "allowed: an integer"),
+        (["model.tie_embeddings=maybe"], "allowed: true, false"),
     ],
 )
 def test_bad_settings_name_the_parameter(overrides, message):
@@ -83,7 +86,7 @@ PAPER_B = {12: 900, 16: 1200, 24: 1700, 32: 2300}
 def test_paper_a_shapes_have_the_papers_parameter_counts(size, millions):
     params = load_params()
     shape = params["profiles"]["paper"]["sizes"][size]
-    count = _meta_params({**shape, "model.vocab_size": 32000})
+    count = _meta_params({**shape, "model.vocab_size": 32000, "data.vocab_size": 32000})
     assert count / 1e6 == pytest.approx(millions, rel=0.08)
 
 
