@@ -95,3 +95,32 @@ def test_bad_input_is_explained():
         as_layer_model(nn.Linear(2, 2))
     model = Transformer(ModelConfig(vocab_size=97, d_model=32, n_layers=1, n_heads=4))
     assert as_layer_model(model) is model
+
+
+def test_every_score_is_the_same_on_our_model_and_on_hf_llama(idx):
+    import numpy as np
+
+    from cod.metrics.angular import angular_distances
+    from cod.metrics.causal import causal_scores
+    from cod.metrics.jacobian import block_jacobians
+    from cod.metrics.permutation import permutation_scores
+    from cod.metrics.pruning import layer_removal
+    from cod.metrics.usefulness import usefulness_scores
+
+    torch.manual_seed(1)
+    model = Transformer(ModelConfig(vocab_size=97, d_model=32, n_layers=4, n_heads=4, n_kv_heads=2,
+                                    max_seq_len=64)).eval()
+    adapter = HFDecoder(to_hf_llama(model))
+    targets = torch.roll(idx, -1, dims=1)
+    scores = []
+    for m in (model, adapter):
+        with torch.no_grad():
+            stream = residual_stream(m, idx, targets)
+            fit = residual_stream(m, idx.flip(0), targets.flip(0))
+            scores.append([angular_distances(stream), layer_removal(m, stream).loss_increase,
+                           causal_scores(m, stream).matrix, permutation_scores(m, stream).matrix,
+                           usefulness_scores(m, stream, fit).relative_increase])
+        scores[-1].append(block_jacobians(m, residual_stream(m, idx[:, :8]), seed=0).deviation)
+    for ours, theirs in zip(*scores):
+        np.testing.assert_allclose(np.asarray(theirs, dtype=float), np.asarray(ours, dtype=float),
+                                   rtol=1e-4, atol=1e-6)
