@@ -143,6 +143,8 @@ for (v, s), a in analyses.items():
         "variant": v, "seed": s, "paper_depth": PAPER_DEPTH[v], "layers": depth_of[v],
         "causal": a.causal.global_score, "permutation": a.permutation.global_score,
         "usefulness": a.usefulness.score, "E": a.usefulness.effective, "W": a.usefulness.wasted,
+        "W_frac": a.usefulness.wasted / depth_of[v],
+        "affine_rise": float(np.mean(a.usefulness.relative_increase)),
         "jac_dev": a.jacobians.deviation.mean(), "last_var": a.variance[-1],
         "last_var_train": last.loc[last["layer"].idxmax(), "resid_var"] if len(last) else np.nan,
         "base_loss": a.removal.base_loss,
@@ -356,7 +358,10 @@ display(t1)
 # four depths). A claim is **reproduced** when every seed shows it, **not reproduced** when no
 # seed does, and **inconclusive** otherwise. "Falls with the layer index" is judged per run
 # (every depth and seed) by the Spearman correlation between layer and ||J - I||_F / d being
-# negative. The paper's magnitudes belong to 0.9-2.3B models after 10B tokens and are not
+# negative. A quantity that is constant across depth (e.g. W / L when no layer passes tau)
+# shows no trend and counts as not reproduced. Because tau = 10% can leave every layer
+# below threshold in a miniature, the mean relative loss rise under affine replacement is
+# also judged, as the usefulness score before thresholding. The paper's magnitudes belong to 0.9-2.3B models after 10B tokens and are not
 # expected here.
 
 # %%
@@ -395,10 +400,13 @@ trend_claims = [
      "The global permutation score falls with depth", "0.985 / 0.713 / 0.438 / 0.306"),
     ("b1-usefulness-falls-with-depth", "Fig. 2c / Table 1", "usefulness", -1,
      "The usefulness score falls with depth", "1.000 / 0.813 / 0.625 / 0.562"),
-    ("b1-wasted-layers-grow", "Table 1", "W", +1,
-     "The number of wasted layers W grows with depth", "W = 0 / 3 / 9 / 14"),
+    ("b1-wasted-layers-grow", "Table 1", "W_frac", +1,
+     "The share of wasted layers W / L grows with depth", "W / L = 0 / 0.19 / 0.38 / 0.44"),
     ("b1-effective-layers-grow", "Table 1", "E", +1,
      "The number of effective layers E grows with depth", "E = 12 / 13 / 15 / 18"),
+    ("b1-affine-rise-falls-with-depth", "eq. 9 / Fig. 2c", "affine_rise", -1,
+     "The mean relative loss rise when a block is replaced by its affine fit (usefulness before "
+     "thresholding at tau) falls with depth", "implied by usefulness 1.000 / 0.813 / 0.625 / 0.562"),
     ("b1-ppl-falls-with-depth", "Table 1", "val_ppl", -1,
      "Validation perplexity falls (slightly) with depth", "13.72 / 13.65 / 13.53 / 13.47"),
     ("b1-accuracy-rises-with-depth", "Table 1", "zero_shot_avg", +1,
@@ -410,7 +418,7 @@ for claim_id, item, column, sign, text, paper_value in trend_claims:
     rho = depth_trend(column)
     claims.append({"id": claim_id, "item": item, "claim": text, "paper_value": paper_value,
                    "ours": f"{by_depth(column)} (paper depth: mean ± std); {rho_text(rho)}",
-                   "verdict": verdict(sign * rho >= 0.8)})
+                   "verdict": verdict(sign * rho >= 0.8 - 1e-9)})  # rho of one swap is 0.8 up to rounding
 claims.append({
     "id": "b1-jacobian-falls-with-layer", "item": "Fig. 2b / section 2",
     "claim": "||J - I||_F / d falls with the layer index",
