@@ -53,12 +53,9 @@ P = profiles.A3[profile]
 out = Path(figures_dir)
 out.mkdir(parents=True, exist_ok=True)
 t_start = time.time()
-claim_list, results = [], {"profile": profile, "seed": seed, "settings": P}
-
-
-def add(id, item, claim, paper_value, ours, verdict):
-    claim_list.append(claims.claim(id, "A", item, claim, paper_value, ours, verdict, seed))
-    print(f"[{verdict}] {item}: {ours}")
+ledger = claims.Ledger("A", seed)
+add = ledger.add
+results = {"profile": profile, "seed": seed, "settings": P}
 
 
 def save(fig, name):
@@ -680,8 +677,8 @@ add("A-lns-deep-identity", "Sec. 4.1 (after Theorem 4.2), Sec. 5.5",
 
 # %%
 results["runtime_s"] = time.time() - t_start
-claims.write_json(out / "claims.json", claim_list)
+claims.write_json(out / "claims.json", ledger.claims)
 claims.write_json(out / "results.json", results)
-for c in claim_list:
+for c in ledger.claims:
     print(f"{c['verdict']:14s} {c['item']:45s} {c['ours'][:150]}")
 print(f"\nruntime {results['runtime_s']:.0f} s, profile {profile}")

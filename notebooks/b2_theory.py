@@ -54,12 +54,9 @@ P = profiles.B2[profile]
 out = Path(figures_dir)
 out.mkdir(parents=True, exist_ok=True)
 t_start = time.time()
-claim_list, results = [], {"profile": profile, "seed": seed, "settings": P}
-
-
-def add(id, item, claim, paper_value, ours, verdict):
-    claim_list.append(claims.claim(id, "B", item, claim, paper_value, ours, verdict, seed))
-    print(f"[{verdict}] {item}: {ours}")
+ledger = claims.Ledger("B", seed)
+add = ledger.add
+results = {"profile": profile, "seed": seed, "settings": P}
 
 
 def save(fig, name):
@@ -509,8 +506,8 @@ add("B-thm6-correlated", "Theorem 6, beyond the assumptions",
 
 # %%
 results["runtime_s"] = time.time() - t_start
-claims.write_json(out / "claims.json", claim_list)
+claims.write_json(out / "claims.json", ledger.claims)
 claims.write_json(out / "results.json", results)
-for c in claim_list:
+for c in ledger.claims:
     print(f"{c['verdict']:14s} {c['item']:45s} {c['ours'][:150]}")
 print(f"\nruntime {results['runtime_s']:.0f} s, profile {profile}")

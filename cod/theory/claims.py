@@ -91,6 +91,17 @@ def claim(id: str, paper: str, item: str, claim: str, paper_value: str, ours: st
     return dict(id=id, paper=paper, item=item, claim=claim, paper_value=paper_value, ours=ours, verdict=verdict, seed=seed)
 
 
+class Ledger:
+    """A notebook's claims of one paper, each printed with its verdict as it is judged."""
+
+    def __init__(self, paper: str, seed: int):
+        self.paper, self.seed, self.claims = paper, seed, []
+
+    def add(self, id: str, item: str, claim_text: str, paper_value: str, ours: str, verdict: str) -> None:
+        self.claims.append(claim(id, self.paper, item, claim_text, paper_value, ours, verdict, self.seed))
+        print(f"[{verdict}] {item}: {ours}")
+
+
 def _jsonable(obj):
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
