@@ -1,13 +1,16 @@
 # The two set-up commands of the README:
-#   make repro   install everything, rebuild the pinned corpus, run `dvc repro` (params.yaml's profile)
-#   make test    install everything, run the test suite (what CI runs)
+#   make repro      install everything, rebuild the pinned corpus, print the plan, `dvc repro` (params.yaml's profile)
+#   make test       install everything, run the test suite (what CI runs)
+# and, on a fresh clone (no weights), without training:
+#   make notebooks  re-execute every notebook from the committed runs and analyses
+#   make plan       every run of the profile: done, weights missing, to train, and the estimated cost
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install repro test benchmark
+.PHONY: install repro test benchmark notebooks plan
 
 install: $(VENV)/.installed
 
@@ -21,7 +24,15 @@ $(VENV)/.installed: pyproject.toml requirements-offline.txt
 
 repro: install
 	$(BIN)/python -m cod.data.snapshot
+	$(BIN)/python -m cod.experiments plan
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
+
+notebooks: install
+	$(BIN)/python -m cod.data.snapshot
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.notebook --all
+
+plan: install
+	$(BIN)/python -m cod.experiments plan --runs
 
 test: install
 	$(BIN)/python -m pytest -q

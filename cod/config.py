@@ -356,15 +356,15 @@ def run_config(*override_sets: Mapping[str, Any] | list[str]) -> RunConfig:
 
 def run_config_from_dict(settings: Mapping[str, Any]) -> RunConfig:
     """Rebuild a RunConfig from `RunConfig.to_dict()` output (e.g. a checkpoint)."""
-    return run_config(_flatten(settings))
+    return run_config(flatten(settings))
 
 
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in tree.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            flat.update(_flatten(value, path + "."))
+            flat.update(flatten(value, path + "."))
         else:
             flat[path] = value
     return flat

@@ -48,8 +48,8 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x32 = x.float()
-        normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        wide = x.to(torch.promote_types(x.dtype, torch.float32))  # fp32 at least, float64 stays
+        normed = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * normed.type_as(x)
 
 
@@ -59,8 +59,9 @@ class Rotary(nn.Module):
     def __init__(self, head_dim: int, max_seq_len: int, theta: float):
         super().__init__()
         self.max_seq_len = max_seq_len
-        inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
-        angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), inv_freq)  # (T, hd/2)
+        dtype = torch.promote_types(torch.get_default_dtype(), torch.float32)  # float64 in fingerprint probes
+        inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=dtype) / head_dim)
+        angles = torch.outer(torch.arange(max_seq_len, dtype=dtype), inv_freq)  # (T, hd/2)
         angles = torch.cat([angles, angles], dim=-1)  # (T, hd)
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
@@ -280,7 +281,8 @@ class Transformer(nn.Module):
         logits = self.lm_head(self.final_norm(x))
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+            wide = logits.to(torch.promote_types(logits.dtype, torch.float32))
+            loss = F.cross_entropy(wide.flatten(0, 1), targets.flatten())
         return logits, loss
 
     def forward(

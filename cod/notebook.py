@@ -2,20 +2,26 @@
 
     python -m cod.notebook a4_variance_dynamics                  # parameters from params.yaml
     python -m cod.notebook a4_variance_dynamics -p seeds=[0,1]   # plus overrides (YAML values)
+    python -m cod.notebook --all        # every notebook stage through DVC, from committed results only
 
 Sources are jupytext percent files (`notebooks/NAME.py`, diff-friendly). The parameters
 are `profile` plus `notebooks.NAME` from params.yaml, then `-p` overrides; every name must
 exist in the notebook's cell tagged `parameters`, or the run stops before executing
-anything. The executed notebook and an HTML rendering go to `notebooks/executed/`.
+anything. The executed notebook and an HTML rendering go to `notebooks/executed/<profile>/`.
 The executed .ipynb keeps its parameters cell, so plain papermill works on it too:
 
-    papermill notebooks/executed/a4_variance_dynamics.ipynb out.ipynb -p seeds "[0]"
+    papermill notebooks/executed/default/a4_variance_dynamics.ipynb out.ipynb -p seeds "[0]"
+
+`--all` is what `make notebooks` runs: `dvc repro --force --single-item` on every notebook stage,
+so dvc.lock records what was regenerated while no training or analysis stage runs (they
+need weights, which a fresh clone lacks; notebooks read only committed small files).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -79,7 +85,7 @@ def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | N
     notebook = load_source(name)
     parameters = {**stage_parameters(name), **(overrides or {})}
     check_parameters(parameters, declared_parameters(notebook), name)
-    output = output or EXECUTED / f"{name}.ipynb"
+    output = output or EXECUTED / str(parameters["profile"]) / f"{name}.ipynb"
     output.parent.mkdir(parents=True, exist_ok=True)
     print(f"[notebook {name}] parameters: {parameters}", flush=True)
     papermill.execute_notebook(notebook, str(output), parameters=parameters, cwd=str(ROOT),
@@ -99,13 +105,32 @@ def render_html(notebook_path: Path) -> Path:
     return html
 
 
+def notebook_stages(dvc_file: Path = ROOT / "dvc.yaml") -> list[str]:
+    """Names of the DVC stages that execute a notebook."""
+    stages = yaml.safe_load(dvc_file.read_text())["stages"]
+    return [name for name, stage in stages.items() if "cod.notebook" in str(stage.get("cmd", ""))]
+
+
+def regenerate_all() -> None:
+    """Re-execute every notebook stage through DVC, and none of the stages they would need weights for."""
+    stages = notebook_stages()
+    print(f"[notebooks] regenerating {len(stages)} notebooks: {', '.join(stages)}", flush=True)
+    subprocess.run(["dvc", "repro", "--force", "--single-item", *stages], cwd=ROOT, check=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("name", help="notebook name, e.g. a4_variance_dynamics")
+    parser.add_argument("name", nargs="?", help="notebook name, e.g. a4_variance_dynamics")
+    parser.add_argument("--all", action="store_true", help="every notebook stage, through `dvc repro`")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                         help="override a parameter (YAML value); repeatable")
     parser.add_argument("--output", type=Path, help="where the executed notebook goes")
     args = parser.parse_args(argv)
+    if args.all:
+        regenerate_all()
+        return 0
+    if args.name is None:
+        parser.error("give a notebook name or --all")
     overrides = dict(parse_override(p) for p in args.param)
     execute(args.name, overrides, args.output)
     return 0

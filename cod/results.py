@@ -1,4 +1,4 @@
-"""Read what training runs wrote (runs/EXPERIMENT/VARIANT_sSEED/) into tables, and write claims.
+"""Read what training runs wrote (runs/PROFILE/EXPERIMENT/VARIANT_sSEED/) into tables, and write claims.
 
 Notebooks call these instead of parsing files: every number they plot comes from a run's
 history.jsonl or final.json, tagged with its variant and seed.
@@ -13,10 +13,11 @@ from typing import Any
 import pandas as pd
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "holds", "holds loosely", "fails")
-CLAIM_KEYS = ("id", "paper", "item", "claim", "paper_value", "ours", "verdict")
+CLAIM_KEYS = ("id", "paper", "item", "claim", "paper_value", "ours", "verdict", "profile")
 
 
-def run_dirs(experiment: str, runs_root: str | Path = "runs") -> list[Path]:
+def run_dirs(experiment: str, runs_root: str | Path) -> list[Path]:
+    """The finished runs of `experiment` under `runs_root` (runs/<profile>)."""
     root = Path(runs_root) / experiment
     if not root.exists():
         raise FileNotFoundError(f"{root} not found: train it with `dvc repro train@{experiment}`")
@@ -28,7 +29,7 @@ def _variant_seed(run: Path) -> tuple[str, int]:
     return variant, int(seed)
 
 
-def load_final(experiment: str, runs_root: str | Path = "runs") -> pd.DataFrame:
+def load_final(experiment: str, runs_root: str | Path) -> pd.DataFrame:
     """One row per run: variant, seed and every field of final.json."""
     rows = []
     for run in run_dirs(experiment, runs_root):
@@ -41,7 +42,7 @@ def _history_rows(run: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
 
 
-def load_history(experiment: str, runs_root: str | Path = "runs") -> pd.DataFrame:
+def load_history(experiment: str, runs_root: str | Path) -> pd.DataFrame:
     """Training-loss rows of every run: variant, seed, step, loss, lr, grad_norm, tokens."""
     rows = []
     for run in run_dirs(experiment, runs_root):
@@ -50,7 +51,7 @@ def load_history(experiment: str, runs_root: str | Path = "runs") -> pd.DataFram
     return pd.DataFrame(rows)
 
 
-def load_layer_stats(experiment: str, runs_root: str | Path = "runs") -> pd.DataFrame:
+def load_layer_stats(experiment: str, runs_root: str | Path) -> pd.DataFrame:
     """Per-layer variances in long form: variant, seed, step, layer (1-based), resid/attn/mlp_var."""
     rows = []
     for run in run_dirs(experiment, runs_root):
@@ -75,7 +76,8 @@ def spread(values: pd.Series) -> str:
 
 
 def save_claims(figures_dir: str | Path, claims: list[dict[str, Any]]) -> Path:
-    """Write figures_dir/claims.json after checking every claim's keys and verdict."""
+    """Write figures_dir/claims.json after checking every claim's keys (the profile that made
+    it among them) and verdict."""
     for claim in claims:
         missing = [k for k in CLAIM_KEYS if k not in claim]
         if missing:
@@ -88,16 +90,16 @@ def save_claims(figures_dir: str | Path, claims: list[dict[str, Any]]) -> Path:
     return path
 
 
-def load_model(experiment: str, run: str, checkpoints_root: str | Path = "checkpoints"):
-    """The trained Transformer of runs/EXPERIMENT/RUN (weights from checkpoints/), in eval mode."""
+def load_model(path: str | Path):
+    """The trained Transformer saved at `path` (a run's model.pt) and its config, in eval mode."""
     import torch
 
     from cod.config import run_config_from_dict
     from cod.model import Transformer
 
-    path = Path(checkpoints_root) / experiment / run / "model.pt"
+    path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found: train it with `dvc repro train@{experiment}`")
+        raise FileNotFoundError(f"{path} not found: `dvc repro` trains it (weights are not in git)")
     saved = torch.load(path, map_location="cpu", weights_only=False)
     cfg = run_config_from_dict(saved["config"])
     model = Transformer(cfg.model)

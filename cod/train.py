@@ -17,8 +17,6 @@ Files in --weights (large, DVC-cached):
 from __future__ import annotations
 
 import argparse
-import ast
-import hashlib
 import json
 import math
 import os
@@ -31,6 +29,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from cod import fingerprint
 from cod.config import Precision, RunConfig, run_config
 from cod.data.loader import TokenBatches, eval_windows
 from cod.model import Transformer
@@ -63,12 +62,13 @@ def lr_at(step: int, cfg: RunConfig) -> float:
 
 
 class Dist:
-    """Rank, world size and device; initialises torch.distributed under torchrun."""
+    """Rank, world size and device; initialises torch.distributed under torchrun (unless told not to)."""
 
-    def __init__(self, device: str | None):
-        self.world_size = int(os.environ.get("WORLD_SIZE", 1))
-        self.rank = int(os.environ.get("RANK", 0))
-        local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    def __init__(self, device: str | None, distributed: bool = True):
+        env = os.environ if distributed else {}
+        self.world_size = int(env.get("WORLD_SIZE", 1))
+        self.rank = int(env.get("RANK", 0))
+        local_rank = int(env.get("LOCAL_RANK", 0))
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(f"cuda:{local_rank}" if device == "cuda" else device)
         if self.world_size > 1:
@@ -96,12 +96,17 @@ class Dist:
 
 
 class Trainer:
+    """One run. `distributed=False` ignores torchrun's environment; `quiet` prints nothing and
+    `identify=False` records no fingerprint (both for the fingerprint's own probe runs)."""
+
     def __init__(self, cfg: RunConfig, out: Path, weights: Path | None = None, name: str | None = None,
-                 device: str | None = None):
+                 device: str | None = None, distributed: bool = True, quiet: bool = False, identify: bool = True):
         self.cfg, self.out = cfg, Path(out)
         self.weights = Path(weights) if weights else self.out
         self.name = name or self.out.name
-        self.dist = Dist(device)
+        self.quiet = quiet
+        self.identity = fingerprint.describe(cfg) if identify else None
+        self.dist = Dist(device, distributed)
         torch.set_num_threads(cfg.train.threads)
         torch.manual_seed(cfg.seed)
         np.random.seed(cfg.seed)
@@ -147,7 +152,7 @@ class Trainer:
                 f.write(json.dumps(row) + "\n")
 
     def _say(self, text: str) -> None:
-        if self.dist.main:
+        if self.dist.main and not self.quiet:
             print(f"[{self.name}] {text}", flush=True)
 
     # .................................................................. checkpoints
@@ -155,7 +160,7 @@ class Trainer:
         if not self.dist.main:
             return
         state = {
-            "fingerprint": fingerprint(self.cfg),
+            "identity": self.identity,
             "step": self.step,
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -171,7 +176,7 @@ class Trainer:
         if not path.exists():
             return False
         state = torch.load(path, map_location=self.dist.device, weights_only=False)
-        if state["fingerprint"] != fingerprint(self.cfg):
+        if not fingerprint.matches(state.get("identity"), self.cfg):
             self._say("checkpoint belongs to other settings: starting afresh")
             return False
         self.model.load_state_dict(state["model"])
@@ -292,7 +297,7 @@ class Trainer:
             "params": self.model.num_params(),
             "params_non_embedding": self.model.num_params(embeddings=False),
             "seed": self.cfg.seed,
-            "fingerprint": fingerprint(self.cfg),
+            "behaviour": self.identity and self.identity["behaviour"],
             "wall_s": round(elapsed, 1),
             "tokens_per_s": round(steps_run * self.cfg.data.batch_size * self.cfg.data.seq_len / max(elapsed, 1e-9), 1),
             "device": str(self.dist.device),
@@ -320,32 +325,14 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-CODE = ("config.py", "model.py", "train.py", "data/loader.py", "metrics/variance.py")
-
-
-def code_version() -> str:
-    """Hash of the code a run executes, blind to comments, docstrings and formatting."""
-    digest = hashlib.sha256()
-    for name in CODE:
-        tree = ast.parse((Path(__file__).parent / name).read_text())
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
-                    and isinstance(getattr(body[0], "value", None), ast.Constant):
-                node.body = body[1:] or [ast.Pass()]
-        digest.update(ast.dump(tree).encode())
-    return digest.hexdigest()[:16]
-
-
-def fingerprint(cfg: RunConfig) -> str:
-    """Identifies a run's result: its settings plus the code that trains it."""
-    return f"{cfg.fingerprint()}-{code_version()}"
-
-
 def is_complete(out: Path, cfg: RunConfig) -> bool:
-    """True when `out` holds a finished run (completed or diverged) of these settings and code."""
-    final = Path(out) / "final.json"
-    return final.exists() and json.loads(final.read_text()).get("fingerprint") == fingerprint(cfg)
+    """True when `out` holds a finished run (completed or diverged) that `cfg` would make now:
+    the same settings (`config.json`) and the same behaviour of the code (`cod.fingerprint`)."""
+    final, config = Path(out) / "final.json", Path(out) / "config.json"
+    if not final.exists() or not config.exists():
+        return False
+    record = {"settings": json.loads(config.read_text()), "behaviour": json.loads(final.read_text()).get("behaviour")}
+    return fingerprint.matches(record, cfg)
 
 
 def main(argv: list[str] | None = None) -> int:

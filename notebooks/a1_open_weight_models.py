@@ -49,7 +49,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: sets the counts below left at None
-figures_dir = "figures/a1_open_weight_models"
+figures_dir = None  # default: figures/<profile>/a1_open_weight_models
 models = ["smollm2-135m", "all-minilm-l6-v2"]  # names in cod.eval.pretrained.PRETRAINED
 seq_len = None  # tokens per window (smoke 32, default 128)
 text_tokens = None  # BBC tokens per model for removal and angular distance (smoke 64, default 1024)
@@ -60,6 +60,9 @@ jacobian_sequences = None  # sequences per block Jacobian, one token sampled in 
 jacobian_seq_len = 16  # tokens per Jacobian sequence
 jacobian_blocks = None  # evenly spaced blocks whose Jacobian is computed (smoke 2, default 7)
 threads = 1  # torch threads: one is fastest on the shared 2-core CPU (two collapse under load)
+
+# %%
+figures_dir = figures_dir or f"figures/{profile}/a1_open_weight_models"
 
 # %%
 import time

@@ -32,10 +32,13 @@
 
 # %% tags=["parameters"]
 profile = "default"  # "smoke" (seconds, for tests) | "default" (the committed run) | "paper" (larger samples)
-figures_dir = "figures/a3_theory"
+figures_dir = None  # default: figures/<profile>/a3_theory
 seed = 0
 torch_threads = 1  # one thread per process is fastest on the shared 2-core CPU
 dpi = 120
+
+# %%
+figures_dir = figures_dir or f"figures/{profile}/a3_theory"
 
 # %%
 import time
@@ -53,7 +56,7 @@ P = profiles.A3[profile]
 out = Path(figures_dir)
 out.mkdir(parents=True, exist_ok=True)
 t_start = time.time()
-ledger = claims.Ledger("A", seed)
+ledger = claims.Ledger("A", seed, profile)
 add = ledger.add
 results = {"profile": profile, "seed": seed, "settings": P}
 

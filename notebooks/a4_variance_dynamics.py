@@ -31,12 +31,15 @@
 
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: which runs were trained
-experiment = "a4_variance_dynamics"  # runs/<experiment>/<variant>_s<seed>/
+experiment = "a_130m"  # runs/<profile>/<experiment>/<variant>_s<seed>/ (paper A's 130M runs, shared)
 runs_root = "runs"
-figures_dir = "figures/a4_variance_dynamics"
+figures_dir = None  # default: figures/<profile>/a4_variance_dynamics
 steps_to_show = [0.1, 0.3, 0.6, 1.0]  # fractions of training for the depth panels (Fig. 9)
 shallow_layers = 4  # the first blocks, counted as shallow
 variants = ["pre_ln", "scaled_init", "lns"]
+
+# %%
+figures_dir = figures_dir or f"figures/{profile}/a4_variance_dynamics"
 
 # %%
 import json
@@ -51,8 +54,10 @@ from cod import plots
 from cod.results import load_final, load_layer_stats, save_claims, spread
 
 LABELS = {"pre_ln": "Pre-LN", "scaled_init": "Pre-LN + scaled init", "lns": "LNS"}
-stats = load_layer_stats(experiment, runs_root)
-final = load_final(experiment, runs_root)
+runs_dir = f"{runs_root}/{profile}"
+stats = load_layer_stats(experiment, runs_dir)
+final = load_final(experiment, runs_dir)
+stats, final = stats[stats["variant"].isin(variants)], final[final["variant"].isin(variants)]
 seeds = sorted(int(s) for s in final["seed"].unique())
 n_layers = stats["layer"].max()
 steps = sorted(stats["step"].unique())

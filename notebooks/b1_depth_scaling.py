@@ -36,40 +36,31 @@
 
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: which runs were trained
-experiment = "b1_depth_scaling"  # runs/<experiment>/<variant>_s<seed>/
+experiment = "b_depth"  # runs/<profile>/<experiment>/<variant>_s<seed>/
+analysis = "b_depth"  # analyses/<profile>/<analysis>/<variant>_s<seed>/: the runs' layer scores (analyse@b_depth)
 runs_root = "runs"
-checkpoints_root = "checkpoints"  # checkpoints/<experiment>/<variant>_s<seed>/model.pt
-figures_dir = "figures/b1_depth_scaling"
+analyses_root = "analyses"
+figures_dir = None  # default: figures/<profile>/b1_depth_scaling
 variants = ["d12", "d16", "d24", "d32"]  # named after the paper's depth; the profile sets the layers
-eval_tokens = 4096  # held-out tokens scoring removal, causal, permutation, usefulness
-fit_tokens = 4096  # other held-out tokens the usefulness fits are solved on
-jacobian_tokens = 16  # tokens per block Jacobian (one random position per sequence)
-jacobian_context = 64  # length of those sequences
-tau = 0.1  # a layer is useful when its affine replacement raises the loss by more than tau
 jacobian_vmax = 0.25  # colour range of the Jacobian heatmaps (the diagonal, near 1, saturates)
-zero_shot_tasks = ["mmlu", "arc_challenge", "arc_easy", "hellaswag"]  # Table 1's, scored by cod.eval
-zero_shot_limit = 100  # items per task (a fixed random subset of each set)
-threads = 1  # torch threads for the analysis
 
 # %%
-import time
+figures_dir = figures_dir or f"figures/{profile}/b1_depth_scaling"
+
+# %%
+import json
 import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 from IPython.display import Markdown, display
 
 from cod import plots
-from cod.eval import LanguageModel, evaluate, load_tokenizer
-from cod.metrics.effectiveness import analyse_layers, held_out_tokens
-from cod.results import load_final, load_layer_stats, load_model, save_claims, spread
+from cod.analysis import load_layers, load_zero_shot
+from cod.results import load_final, load_layer_stats, save_claims, spread
 
-torch.set_num_threads(threads)
-if profile == "smoke":  # shapes only, no claims worth judging: a few items per task suffice
-    zero_shot_limit = min(zero_shot_limit, 20)
 PAPER_DEPTH = {v: int(v[1:]) for v in variants}
 # PAPER_NUMBERS.md: B-Table 1 and B-Figure 2 (project page)
 PAPER = pd.DataFrame({
@@ -81,32 +72,29 @@ PAPER = pd.DataFrame({
     "permutation": [0.985, 0.713, 0.438, 0.306],
     "usefulness": [1.000, 0.813, 0.625, 0.562],
 }).set_index("depth")
-final = load_final(experiment, runs_root)
+runs_dir, analysis_dir = Path(runs_root) / profile, Path(analyses_root) / profile / analysis
+final = load_final(experiment, runs_dir)
 final = final[final["variant"].isin(variants)]
-stats = load_layer_stats(experiment, runs_root)
+stats = load_layer_stats(experiment, runs_dir)
 seeds = sorted(final["seed"].unique())
+settings = json.loads((analysis_dir / "settings.json").read_text())
+tau, zero_shot_tasks = settings["tau"], settings["zero_shot_tasks"]
 display(final[["variant", "seed", "status", "steps", "tokens", "val_ppl", "tokens_per_s"]])
+print(f"analysis settings (params.yaml analyses.{analysis}): {settings}")
 
 # %% [markdown]
-# ## Analysing every run
-# One residual-stream pass per token batch is cached and shared by all metrics; the altered
-# forwards of removal, causal, permutation and usefulness start from the cached input of the
-# first altered block. The wall time of each metric is kept and shown below.
+# ## The layer scores of every run
+# Computed by the `analyse@b_depth` stage from the trained weights (`cod/analysis.py`), and
+# stored per run in `analyses/<profile>/b_depth/`: one residual-stream pass per token batch is
+# shared by all metrics, and the altered forwards of removal, causal, permutation and
+# usefulness start from the cached input of the first altered block. The wall time of each
+# metric was kept and is shown below.
 
 # %%
-analyses, models, depth_of, params_of = {}, {}, {}, {}
-started = time.perf_counter()
+analyses, depth_of, params_of = {}, {}, {}
 for row in final.itertuples():
-    model, cfg = load_model(experiment, f"{row.variant}_s{row.seed}", checkpoints_root)
-    models[row.variant, row.seed] = model, cfg
-    seq = cfg.data.seq_len
-    x, y, x_fit = held_out_tokens(Path(cfg.data.dataset_dir) / "val.bin", seq, eval_tokens, fit_tokens)
-    x_jac = x[:jacobian_tokens, :min(jacobian_context, seq)]
-    analyses[row.variant, row.seed] = analyse_layers(model, x, y, x_fit, x_jac, tau=tau, seed=int(row.seed))
-    depth_of[row.variant], params_of[row.variant] = len(model.blocks), model.num_params()
-    print(f"{row.variant}_s{row.seed}: {depth_of[row.variant]} layers, "
-          f"{sum(analyses[row.variant, row.seed].seconds.values()):.1f}s", flush=True)
-print(f"analysis of {len(analyses)} runs: {time.perf_counter() - started:.0f}s")
+    analyses[row.variant, row.seed] = load_layers(analysis_dir / f"{row.variant}_s{row.seed}")
+    depth_of[row.variant], params_of[row.variant] = len(analyses[row.variant, row.seed].variance), row.params
 variants = [v for v in variants if v in depth_of]
 cost = pd.DataFrame({f"{v}_s{s}": a.seconds for (v, s), a in analyses.items()}).T.round(2)
 cost.insert(0, "layers", [depth_of[k.rsplit("_s", 1)[0]] for k in cost.index])
@@ -311,17 +299,11 @@ plt.show()
 # Models this small sit near chance (shown beside each task).
 
 # %%
-started = time.perf_counter()
-zero_shot = []
-for (v, s), (model, cfg) in models.items():
-    lm = LanguageModel(model, load_tokenizer(cfg.data.dataset_dir))
-    for name in zero_shot_tasks:
-        result = evaluate(lm, name, limit=zero_shot_limit)
-        zero_shot.append({"variant": v, "seed": s, "paper_depth": PAPER_DEPTH[v], "task": name,
-                          "accuracy": 100 * result["acc" if name == "mmlu" else "acc_norm"],
-                          "chance": 100 * result["chance"]})
-zero_shot = pd.DataFrame(zero_shot)
-print(f"zero-shot evaluation of {len(models)} runs: {time.perf_counter() - started:.0f}s")
+zero_shot = pd.DataFrame([
+    {"variant": v, "seed": s, "paper_depth": PAPER_DEPTH[v], "task": r["task"],
+     "accuracy": 100 * r["acc" if r["task"] == "mmlu" else "acc_norm"], "chance": 100 * r["chance"], "n": r["n"]}
+    for (v, s) in analyses for r in load_zero_shot(analysis_dir / f"{v}_s{s}")
+])
 average = zero_shot.groupby(["variant", "seed"], as_index=False)["accuracy"].mean()
 table = table.merge(average.rename(columns={"accuracy": "zero_shot_avg"}), on=["variant", "seed"])
 zero_shot.to_csv(Path(figures_dir) / "zero_shot.csv", index=False)

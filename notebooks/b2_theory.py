@@ -29,7 +29,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # "smoke" (seconds, for tests) | "default" (the committed run) | "paper" (larger samples)
-figures_dir = "figures/b2_theory"
+figures_dir = None  # default: figures/<profile>/b2_theory
 seed = 0
 torch_threads = 1  # one thread per process is fastest on the shared 2-core CPU
 dpi = 120
@@ -37,6 +37,9 @@ sigma = 1.0  # Theorem 1: E||W z||^2 = sigma^2 ||z||^2
 wd_lr = 0.01  # Theorem 3: learning rate eta
 wd_noise_var = 1.0  # Theorem 3: gradient-noise variance per entry
 n_heads = 16  # Theorem 5: query heads H (paper B: 16)
+
+# %%
+figures_dir = figures_dir or f"figures/{profile}/b2_theory"
 
 # %%
 import time
@@ -54,7 +57,7 @@ P = profiles.B2[profile]
 out = Path(figures_dir)
 out.mkdir(parents=True, exist_ok=True)
 t_start = time.time()
-ledger = claims.Ledger("B", seed)
+ledger = claims.Ledger("B", seed, profile)
 add = ledger.add
 results = {"profile": profile, "seed": seed, "settings": P}
 

@@ -62,7 +62,7 @@ def test_every_experiment_resolves_under_every_profile(profile):
 
 def test_unknown_experiment_and_profile_are_refused(tmp_path):
     params = load_params()
-    with pytest.raises(ConfigError, match="allowed: a4_variance_dynamics"):
+    with pytest.raises(ConfigError, match="allowed: a0_miniature"):
         resolve_runs("a4_variance", params)
     bad = tmp_path / "params.yaml"
     bad.write_text("profile: huge\n")

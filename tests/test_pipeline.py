@@ -1,4 +1,6 @@
-"""The whole pipeline at the smoke profile, in a throwaway copy of the repository."""
+"""The whole pipeline at the smoke profile, in a throwaway copy of the repository: a full
+`dvc repro`, then what a fresh clone does: weights deleted, every notebook regenerated from the
+committed small files, and no training."""
 
 import json
 import os
@@ -12,6 +14,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 COPIED = ["cod", "notebooks", "params.yaml", "dvc.yaml", "data.dvc", ".dvcignore", "pyproject.toml"]
+# This module's tests share one smoke repository and run in file order; the fresh-clone test,
+# which deletes the weights, comes last.
 
 
 def _env() -> dict:
@@ -46,21 +50,31 @@ def smoke_repo(tmp_path_factory) -> Path:
     return repo
 
 
+def _notebook_stages(repo: Path) -> list[str]:
+    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
+    return [name for name, stage in stages.items() if "cod.notebook" in stage.get("cmd", "")]
+
+
 def test_every_notebook_stage_writes_its_figures_and_claims(smoke_repo):
-    stages = yaml.safe_load((smoke_repo / "dvc.yaml").read_text())["stages"]
-    notebooks = [name for name, stage in stages.items() if "cod.notebook" in stage.get("cmd", "")]
-    assert "a4_variance_dynamics" in notebooks
+    notebooks = _notebook_stages(smoke_repo)
+    assert {"a0_miniature", "a4_variance_dynamics", "b1_depth_scaling"} <= set(notebooks)
     for name in notebooks:
-        executed = smoke_repo / "notebooks" / "executed" / f"{name}.ipynb"
+        executed = smoke_repo / "notebooks" / "executed" / "smoke" / f"{name}.ipynb"
         assert executed.exists() and executed.with_suffix(".html").exists()
-        figures = smoke_repo / "figures" / name
+        figures = smoke_repo / "figures" / "smoke" / name
         assert list(figures.glob("*.png")), f"{name} wrote no figure"
         for claim in json.loads((figures / "claims.json").read_text()):
-            assert claim["verdict"]
+            assert claim["verdict"] and claim["profile"] == "smoke"
+
+
+def test_results_are_stored_per_profile(smoke_repo):
+    assert not (smoke_repo / "runs" / "default").exists()
+    assert (smoke_repo / "analyses" / "smoke" / "b_depth" / "d12_s0" / "layers.json").exists()
+    assert (smoke_repo / "checkpoints" / "smoke" / "b_depth" / "d12_s0" / "model.pt").exists()
 
 
 def test_runs_record_seed_and_settings(smoke_repo):
-    finals = list((smoke_repo / "runs" / "a4_variance_dynamics").glob("*/final.json"))
+    finals = list((smoke_repo / "runs" / "smoke" / "a_130m").glob("*/final.json"))
     assert len(finals) == 3
     for path in finals:
         final = json.loads(path.read_text())
@@ -79,6 +93,24 @@ def test_changing_a_plot_parameter_does_not_retrain(smoke_repo):
         assert set(json.loads(status)) == {"a4_variance_dynamics"}
     finally:
         params_path.write_text(original)
+
+
+def test_a_fresh_clone_regenerates_every_notebook_without_training(smoke_repo):
+    """No weights (a fresh clone has none): `make notebooks` re-executes every notebook stage from
+    the committed runs and analyses, trains nothing, and `dvc status` then names only the weights."""
+    shutil.rmtree(smoke_repo / "checkpoints")
+    results = {p: p.stat().st_mtime_ns for p in (smoke_repo / "runs").rglob("*.json*")}
+    results.update({p: p.stat().st_mtime_ns for p in (smoke_repo / "analyses").rglob("*.json")})
+    notebooks = _notebook_stages(smoke_repo)
+    executed = {name: smoke_repo / "notebooks" / "executed" / "smoke" / f"{name}.ipynb" for name in notebooks}
+    before = {name: path.stat().st_mtime_ns for name, path in executed.items()}
+    _run([sys.executable, "-m", "cod.notebook", "--all"], smoke_repo)
+    assert not (smoke_repo / "checkpoints").exists(), "something trained"
+    assert {p: p.stat().st_mtime_ns for p in results} == results, "a run or analysis was rewritten"
+    assert all(executed[name].stat().st_mtime_ns > before[name] for name in notebooks)
+    stale = json.loads(_run(["dvc", "status", "--json"], smoke_repo))
+    assert stale and all(name.startswith(("train@", "analyse@")) for name in stale), stale
+    assert all("checkpoints/smoke" in json.dumps(changes) for changes in stale.values())
 
 
 def test_notebook_runner_refuses_unknown_parameters(smoke_repo):

@@ -69,7 +69,7 @@ def test_verdict_rules():
     assert claims.weakest("holds", "fails", "holds loosely") == "fails"
     assert claims.decay_verdict([fits.Estimate(-0.5, -0.6, -0.4)]) == "holds loosely"
     with pytest.raises(ValueError):
-        claims.claim("x", "A", "i", "c", "p", "o", "maybe", 0)
+        claims.claim("x", "A", "i", "c", "p", "o", "maybe", 0, "smoke")
 
 
 # --- paper A: bound formulas on analytic cases ---------------------------------------------------

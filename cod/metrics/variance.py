@@ -15,7 +15,7 @@ from cod.model import Transformer
 
 def token_variance(h: torch.Tensor) -> float:
     """Per-token variance across the last (hidden) dimension, averaged over tokens."""
-    return h.float().var(dim=-1, unbiased=False).mean().item()
+    return h.to(torch.promote_types(h.dtype, torch.float32)).var(dim=-1, unbiased=False).mean().item()
 
 
 @torch.no_grad()

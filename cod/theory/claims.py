@@ -83,22 +83,24 @@ def weakest(*verdicts: str) -> str:
     return max(verdicts, key=VERDICTS.index)
 
 
-def claim(id: str, paper: str, item: str, claim: str, paper_value: str, ours: str, verdict: str, seed: int) -> dict:
+def claim(id: str, paper: str, item: str, claim: str, paper_value: str, ours: str, verdict: str, seed: int,
+          profile: str) -> dict:
     if verdict not in VERDICTS:
         raise ValueError(f"verdict {verdict!r} not in {VERDICTS}")
     if paper not in ("A", "B"):
         raise ValueError(f"paper {paper!r} must be 'A' or 'B'")
-    return dict(id=id, paper=paper, item=item, claim=claim, paper_value=paper_value, ours=ours, verdict=verdict, seed=seed)
+    return dict(id=id, paper=paper, item=item, claim=claim, paper_value=paper_value, ours=ours, verdict=verdict, seed=seed,
+                profile=profile)
 
 
 class Ledger:
     """A notebook's claims of one paper, each printed with its verdict as it is judged."""
 
-    def __init__(self, paper: str, seed: int):
-        self.paper, self.seed, self.claims = paper, seed, []
+    def __init__(self, paper: str, seed: int, profile: str):
+        self.paper, self.seed, self.profile, self.claims = paper, seed, profile, []
 
     def add(self, id: str, item: str, claim_text: str, paper_value: str, ours: str, verdict: str) -> None:
-        self.claims.append(claim(id, self.paper, item, claim_text, paper_value, ours, verdict, self.seed))
+        self.claims.append(claim(id, self.paper, item, claim_text, paper_value, ours, verdict, self.seed, self.profile))
         print(f"[{verdict}] {item}: {ours}")
 
 

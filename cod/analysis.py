@@ -1,0 +1,148 @@
+"""Analyses of trained weights, stored as small per-run files that notebooks read without the weights.
+
+    python -m cod.analysis b_depth          # what DVC's analyse@b_depth stage runs
+
+`params.yaml` declares each analysis under `analyses:` (the experiment whose runs it measures
+and the metrics' settings). For every run of that experiment it writes, to
+analyses/<profile>/<analysis>/<variant>_s<seed>/ (and the settings used to settings.json beside them):
+
+    layers.json      every layer-effectiveness score (`cod.metrics.effectiveness.LayerAnalysis`)
+    jacobians.npz    the mean block Jacobians (L, D, D), float16
+    zero_shot.json   accuracy per task in lm-evaluation-harness conventions (with chance and n)
+
+`load_layers` rebuilds the `LayerAnalysis` of a run, so a notebook uses the same objects
+whether it computed them or read them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from cod.config import ConfigError
+from cod.experiments import ROOT, load_params, resolve_runs
+from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
+
+SETTINGS = ("experiment", "eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau",
+            "zero_shot_tasks", "zero_shot_limit")
+
+
+def analysis_settings(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The settings of analysis `name`, checked: every key known, none missing."""
+    analyses = params.get("analyses") or {}
+    if name not in analyses:
+        raise ConfigError(f"analyses.{name} is not declared; allowed: {', '.join(analyses)}")
+    spec = analyses[name]
+    unknown, missing = set(spec) - set(SETTINGS), set(SETTINGS) - set(spec)
+    if unknown or missing:
+        raise ConfigError(f"analyses.{name}: unknown {sorted(unknown)}, missing {sorted(missing)}; "
+                          f"allowed: {', '.join(SETTINGS)}")
+    return spec
+
+
+def analyse(name: str, params: dict[str, Any]) -> None:
+    """Measure every run of analysis `name`'s experiment and write its per-run files."""
+    from cod.eval import LanguageModel, evaluate, load_tokenizer
+    from cod.results import load_model
+
+    spec = analysis_settings(name, params)
+    profile = params["profile"]
+    runs = resolve_runs(spec["experiment"], params)
+    missing = [run.name for run in runs if not (run.weights / "model.pt").exists()]
+    if missing:
+        raise FileNotFoundError(f"no weights for {missing} in checkpoints/{profile}/{spec['experiment']}: "
+                                f"`dvc repro train@{spec['experiment']}` trains them")
+    limit = min(spec["zero_shot_limit"], 20) if profile == "smoke" else spec["zero_shot_limit"]
+    root = ROOT / "analyses" / profile / name
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "settings.json").write_text(json.dumps({**spec, "zero_shot_limit": limit}, indent=1) + "\n")
+    torch.set_num_threads(1)
+    for run in runs:
+        model, cfg = load_model(run.weights / "model.pt")
+        seq = cfg.data.seq_len
+        x, y, x_fit = held_out_tokens(ROOT / cfg.data.dataset_dir / "val.bin", seq, spec["eval_tokens"],
+                                      spec["fit_tokens"])
+        x_jac = x[:spec["jacobian_tokens"], :min(spec["jacobian_context"], seq)]
+        with torch.no_grad():
+            layers = analyse_layers(model, x, y, x_fit, x_jac, tau=spec["tau"], seed=run.seed)
+        lm = LanguageModel(model, load_tokenizer(ROOT / cfg.data.dataset_dir))
+        zero_shot = [evaluate(lm, task, limit=limit) for task in spec["zero_shot_tasks"]]
+        folder = root / run.name
+        save_layers(layers, folder)
+        (folder / "zero_shot.json").write_text(json.dumps(zero_shot, indent=1) + "\n")
+        print(f"[analyse {name}] {run.name}: {len(model.blocks)} layers, "
+              f"{sum(layers.seconds.values()):.1f}s of layer metrics", flush=True)
+
+
+# ----------------------------------------------------------------------------- storage
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def save_layers(layers: LayerAnalysis, folder: Path) -> None:
+    """layers.json (everything but the Jacobian matrices) and jacobians.npz."""
+    folder.mkdir(parents=True, exist_ok=True)
+    record = _plain(layers)
+    record["jacobians"].pop("mean")
+    (folder / "layers.json").write_text(json.dumps(record) + "\n")
+    np.savez_compressed(folder / "jacobians.npz", mean=layers.jacobians.mean.astype(np.float16))
+
+
+def _rebuild(kind: Any, value: Any) -> Any:
+    """Turn the JSON form of a field back into its declared type (dataclasses, arrays)."""
+    if value is None:
+        return None
+    options = [a for a in typing.get_args(kind) if a is not type(None)] or [kind]
+    kind = options[0]
+    if dataclasses.is_dataclass(kind):
+        hints = typing.get_type_hints(kind)
+        return kind(**{f.name: _rebuild(hints[f.name], value[f.name]) for f in dataclasses.fields(kind)
+                       if f.name in value})
+    if kind is np.ndarray:
+        return np.array(value, dtype=float)
+    return value
+
+
+def load_layers(folder: str | Path) -> LayerAnalysis:
+    """The `LayerAnalysis` written by `save_layers`, Jacobian matrices included."""
+    folder = Path(folder)
+    record = json.loads((folder / "layers.json").read_text())
+    record["jacobians"]["mean"] = np.load(folder / "jacobians.npz")["mean"].astype(np.float32)
+    return _rebuild(LayerAnalysis, record)
+
+
+def load_zero_shot(folder: str | Path) -> list[dict[str, Any]]:
+    return json.loads((Path(folder) / "zero_shot.json").read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("analysis", help="analysis name from params.yaml (analyses:)")
+    parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
+    args = parser.parse_args(argv)
+    analyse(args.analysis, load_params(args.params))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

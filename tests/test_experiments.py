@@ -1,0 +1,121 @@
+"""Experiments, the plan and the stored analyses: what runs, what it costs, what notebooks read."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import tiny_run
+from cod import experiments
+from cod.analysis import analysis_settings, load_layers, save_layers
+from cod.config import ConfigError, ModelConfig, run_config
+from cod.experiments import Run, all_runs, load_params, plan, resolve_runs
+from cod.metrics.effectiveness import analyse_layers
+from cod.model import Transformer
+from cod.train import main as train_main
+
+
+def smoke_params() -> dict:
+    params = load_params()
+    params["profile"] = "smoke"
+    return params
+
+
+def test_runs_are_stored_per_profile():
+    params = smoke_params()
+    run = resolve_runs("a_130m", params)[0]
+    assert run.out.relative_to(experiments.ROOT).parts[:3] == ("runs", "smoke", "a_130m")
+    assert run.weights.relative_to(experiments.ROOT).parts[:3] == ("checkpoints", "smoke", "a_130m")
+    params["profile"] = "default"
+    assert resolve_runs("a_130m", params)[0].out.parts[-3] == "default"
+
+
+def test_variant_seeds_and_the_profiles_seed_cap():
+    params = load_params()
+    params["profile"] = "default"
+    sweep = {run.name for run in resolve_runs("a_250m", params, section="planned")}
+    assert {"pre_ln_s2", "layerscale_s1"} <= sweep and "layerscale_s2" not in sweep
+    params["profile"] = "smoke"
+    assert {run.seed for run in resolve_runs("a_250m", params, section="planned")} == {0}
+
+
+def test_planned_runs_are_costed_by_shape_but_never_trained():
+    params = smoke_params()
+    planned = resolve_runs("a_130m_sweep", params, section="planned")
+    admin = next(run for run in planned if run.variant == "admin")
+    assert admin.status() == "planned" and admin.planned == "#8"
+    with pytest.raises(ConfigError, match="model.norm='admin' is not allowed"):
+        admin.config  # the code has no Admin yet: the pipeline could not train it
+    assert admin.shape_config.model.n_layers == params["profiles"]["smoke"]["sizes"]["a130m"]["model.n_layers"]
+    assert all(run.planned is None for run in all_runs(params, planned=False))
+
+
+def test_plan_prints_every_experiment_and_the_totals():
+    printed = io.StringIO()
+    hours = plan(smoke_params(), out=printed)
+    text = printed.getvalue()
+    for name in ("a0_miniature", "a_130m", "b_depth", "a_350m", "b_moe"):
+        assert name in text
+    assert "make repro trains" in text and "complete profile from scratch" in text
+    assert 0 < hours["to_train"] <= hours["all"] and hours["planned"] > 0
+
+
+def test_default_profile_meets_the_miniatures_criterion():
+    """The token criterion of notebooks/a0_miniature.py, checked on the declared runs."""
+    params = load_params()
+    params["profile"] = "default"
+    for run in all_runs(params):
+        ratio = experiments.tokens_per_parameter(run)
+        if run.experiment.startswith("a_") and run.experiment != "a0_miniature":
+            assert ratio >= 10, run
+        if run.experiment == "b_depth":
+            assert 4 <= ratio <= 11.5, run
+
+
+def test_status_distinguishes_result_weights_and_nothing(tiny_tokens, tmp_path, monkeypatch):
+    monkeypatch.setattr(experiments, "ROOT", tmp_path)
+    overrides = dict(o.split("=", 1) for o in tiny_run(tiny_tokens, "train.steps=4", "train.ckpt_every=0"))
+    overrides = {k: json.loads(v) if v[0].isdigit() or v[0] == "-" else v for k, v in overrides.items()}
+    run = Run("smoke", "demo", "v", 0, overrides)
+    assert run.status() == "to train"
+    train_main(["--out", str(run.out), "--weights", str(run.weights), *tiny_run(tiny_tokens, "train.steps=4",
+                                                                                 "train.ckpt_every=0")])
+    assert run.status() == "done"
+    (run.weights / "model.pt").unlink()
+    assert run.status() == "result only"
+    changed = Run("smoke", "demo", "v", 0, {**overrides, "optim.lr": 0.5})
+    assert changed.status() == "to train"
+
+
+def test_analysis_settings_are_checked():
+    params = load_params()
+    with pytest.raises(ConfigError, match="allowed: b_depth"):
+        analysis_settings("b_dept", params)
+    params["analyses"]["b_depth"] = {**params["analyses"]["b_depth"], "tua": 0.1}
+    with pytest.raises(ConfigError, match="unknown \\['tua'\\]"):
+        analysis_settings("b_depth", params)
+
+
+def test_stored_layer_analysis_reads_back_as_the_same_objects(tmp_path):
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=61, d_model=16, n_layers=3, n_heads=2, max_seq_len=16)).eval()
+    ids = torch.randint(0, 61, (6, 9))
+    x, y = ids[:4, :-1], ids[:4, 1:]
+    with torch.no_grad():
+        result = analyse_layers(model, x, y, ids[4:, :-1], x[:2])
+    save_layers(result, tmp_path / "run")
+    back = load_layers(tmp_path / "run")
+    assert back.usefulness.score == result.usefulness.score and back.usefulness.effective == result.usefulness.effective
+    assert back.causal.global_score == result.causal.global_score
+    np.testing.assert_array_equal(back.permutation.matrix, result.permutation.matrix)  # NaNs included
+    np.testing.assert_array_equal(back.removal.loss_increase, result.removal.loss_increase)
+    np.testing.assert_allclose(back.jacobians.mean, result.jacobians.mean, atol=2e-3)  # stored as float16
+    np.testing.assert_array_equal(back.kurtosis.layer, result.kurtosis.layer)
+    assert back.seconds == result.seconds and back.attention is None
+
+
+def test_an_unknown_override_in_a_run_still_names_the_setting():
+    with pytest.raises(ConfigError, match="unknown setting 'model.nrom'"):
+        run_config({"model.nrom": "lns"})
