@@ -24,15 +24,16 @@ $(VENV)/.installed: pyproject.toml requirements-offline.txt
 
 repro: install
 	$(BIN)/python -m cod.data.snapshot
-	$(BIN)/python -m cod.experiments plan
+	$(BIN)/python -m cod.experiments plan --runs todo
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
 
 notebooks: install
 	$(BIN)/python -m cod.data.snapshot
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro prepare
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.notebook --all
 
 plan: install
-	$(BIN)/python -m cod.experiments plan --runs
+	$(BIN)/python -m cod.experiments plan --runs all
 
 test: install
 	$(BIN)/python -m pytest -q

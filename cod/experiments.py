@@ -188,11 +188,11 @@ def train(experiment: str, params: dict[str, Any], jobs: int | None = None) -> N
 # ----------------------------------------------------------------------------- cost
 
 
-def shape_key(cfg: RunConfig, cost_factor: float = 1.0) -> tuple:
+def shape_key(cfg: RunConfig) -> tuple:
     """What a run's speed depends on."""
     m, d = cfg.model, cfg.data
     return (m.d_model, m.n_layers, m.n_heads, m.kv_heads, m.ffn_width, m.vocab_size, str(m.ffn),
-            d.seq_len, d.batch_size, cost_factor)
+            d.seq_len, d.batch_size)
 
 
 def measured_speeds(profile: str) -> dict[tuple, float]:
@@ -208,8 +208,9 @@ def measured_speeds(profile: str) -> dict[tuple, float]:
     return {key: statistics.median(values) for key, values in speeds.items()}
 
 
-def time_steps(cfg: RunConfig, steps: int = 3) -> float:
-    """Training tokens/s of `cfg`'s shape, one thread, timed over `steps` steps after one warm-up."""
+def time_steps(cfg: RunConfig, steps: int = 4, rounds: int = 2) -> float:
+    """Training tokens/s of `cfg`'s shape, one thread: the faster of `rounds` timings of `steps`
+    steps after one warm-up step (other load on the machine only slows a round down)."""
     import torch
 
     from cod.model import Transformer
@@ -220,14 +221,21 @@ def time_steps(cfg: RunConfig, steps: int = 3) -> float:
         model = Transformer(cfg.model)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
         x = torch.randint(0, cfg.model.vocab_size, (cfg.data.batch_size, cfg.data.seq_len))
-        for i in range(steps + 1):
-            if i == 1:
-                start = time.perf_counter()
+
+        def step() -> None:
             loss = model(x, x).loss
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        return steps * x.numel() / (time.perf_counter() - start)
+
+        step()
+        best = float("inf")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(steps):
+                step()
+            best = min(best, time.perf_counter() - start)
+        return steps * x.numel() / best
     finally:
         torch.set_num_threads(threads)
 
@@ -235,20 +243,36 @@ def time_steps(cfg: RunConfig, steps: int = 3) -> float:
 MAX_TIMED_PARAMS = 5e7  # larger shapes are not timed on a CPU (the paper profile): cost unknown here
 
 
-def run_seconds(run: Run, speeds: dict[tuple, float]) -> float | None:
-    """Estimated single-core seconds to train `run` from scratch; None when the shape is too large to time."""
+STARTUP_S = 5.0  # a run process: imports, data, fingerprint probe
+SIDE_BY_SIDE = 0.94  # a shape timed alone runs this much slower beside another run (measured on the pilot)
+FORWARD_SHARE = 1 / 3  # a forward pass costs about a third of a training step per token
+
+
+def run_seconds(run: Run, speeds: dict[tuple, float], measured: set[tuple] = frozenset()) -> float | None:
+    """Estimated single-core seconds to train `run` from scratch, start-up and final evaluation
+    included; None when the shape is too large to time here.
+
+    `speeds` holds tokens/s per shape (`measured_speeds`, which already include the per-layer
+    statistics logged during training); a shape missing from it is timed now and its statistics
+    passes are added."""
     cfg = run.shape_config
     key = shape_key(cfg)
     if key not in speeds:
-        from cod.model import Transformer
         import torch
+
+        from cod.model import Transformer
 
         with torch.device("meta"):
             size = Transformer(cfg.model).num_params()
-        speeds[key] = time_steps(cfg) if size <= MAX_TIMED_PARAMS else float("nan")
-    speed = speeds[key]
-    tokens = cfg.train.steps * cfg.data.batch_size * cfg.data.seq_len
-    return None if speed != speed else tokens / speed * run.cost_factor
+        speeds[key] = SIDE_BY_SIDE * time_steps(cfg) if size <= MAX_TIMED_PARAMS else float("nan")
+    speed, t = speeds[key], cfg.train
+    if speed != speed:
+        return None
+    tokens = t.steps * cfg.data.batch_size * cfg.data.seq_len
+    forward_tokens = 2 * t.eval_tokens  # the final validation losses (two splits)
+    if key not in measured and t.stats_every:
+        forward_tokens += t.steps // t.stats_every * t.stats_tokens
+    return (tokens + FORWARD_SHARE * forward_tokens) / speed * run.cost_factor + STARTUP_S
 
 
 def tokens_per_parameter(run: Run) -> float:
@@ -262,8 +286,11 @@ def tokens_per_parameter(run: Run) -> float:
     return cfg.train.steps * cfg.data.batch_size * cfg.data.seq_len / params
 
 
-def plan(params: dict[str, Any], show_runs: bool = False, out=sys.stdout) -> dict[str, float]:
-    """Print every experiment's runs, what is done and the estimated cost; returns the totals in hours."""
+def plan(params: dict[str, Any], show_runs: str | None = None, out=sys.stdout) -> dict[str, float]:
+    """Print every experiment's runs, what is done and the estimated cost; returns the totals in hours.
+
+    `show_runs`: None (one line per experiment), "todo" (also every run `make repro` will train)
+    or "all" (also every run)."""
     profile, jobs = params["profile"], profile_settings(params).get("jobs", 1)
     speeds = measured_speeds(profile)
     measured = set(speeds)
@@ -272,7 +299,8 @@ def plan(params: dict[str, Any], show_runs: bool = False, out=sys.stdout) -> dic
     for run in runs:
         rows.setdefault((run.planned or "now", run.experiment), []).append(run)
     print(f"profile {profile}: {len(runs)} runs, {jobs} side by side. Cost = tokens / tokens per second of one "
-          "process, from this profile's finished runs of the same shape or else timed here now.", file=out)
+          "process (from this profile's finished runs of the same shape, else timed here now), plus start-up "
+          "and evaluation.", file=out)
     header = f"{'experiment':<24} {'when':>5} {'runs':>5} {'done':>5} {'no weights':>10} {'to train':>9} " \
              f"{'tok/param':>10} {'core-min':>9} {'to train':>9}"
     print(header, file=out)
@@ -280,7 +308,7 @@ def plan(params: dict[str, Any], show_runs: bool = False, out=sys.stdout) -> dic
     unknown = 0
     for (when, experiment), group in rows.items():
         statuses = [run.status() for run in group]
-        seconds = [run_seconds(run, speeds) for run in group]
+        seconds = [run_seconds(run, speeds, measured) for run in group]
         unknown += sum(s is None for s in seconds)
         cost = sum(s or 0.0 for s in seconds)
         pending = sum(s or 0.0 for s, st in zip(seconds, statuses) if st != "done")
@@ -292,6 +320,8 @@ def plan(params: dict[str, Any], show_runs: bool = False, out=sys.stdout) -> dic
               f"{min(ratios):>4.1f}-{max(ratios):<5.1f} {cost / 60:>9.1f} {pending / 60:>9.1f}", file=out)
         if show_runs:
             for run, status, s in zip(group, statuses, seconds):
+                if show_runs == "todo" and status not in ("to train", "result only"):
+                    continue
                 speed = "measured" if shape_key(run.shape_config) in measured else "timed now"
                 print(f"    {run.name:<28} {status:<12} {'?' if s is None else f'{s / 60:.1f}'} core-min ({speed})",
                       file=out)
@@ -311,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["plan", "list", "train", "prepare"])
     parser.add_argument("experiment", nargs="?", help="experiment name from params.yaml")
     parser.add_argument("--jobs", type=int, help="runs side by side (default: the profile's jobs)")
-    parser.add_argument("--runs", action="store_true", help="plan: one line per run")
+    parser.add_argument("--runs", choices=["todo", "all"], help="plan: also one line per run to train, or per run")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     args = parser.parse_args(argv)
     params = load_params(args.params)

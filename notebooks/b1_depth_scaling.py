@@ -23,16 +23,21 @@
 # more and more layers are wasted (E/W 12/0, 13/3, 15/9, 18/14) while perplexity improves only
 # slightly (13.72 to 13.47, Table 1).
 #
-# **What is shrunk here.** The `default` profile halves the depth ladder to 6 / 8 / 12 / 16
-# layers (ratios kept) at width 64 (4 heads, SwiGLU width 256 = 4 x hidden, untied embeddings),
-# with a 2,048-token BPE vocabulary on the offline corpus, 400 steps of 4,096 tokens (1.6M
-# tokens, against 10B), peak lr 1e-3 for every depth (no sweep) and the paper's weight decay 0.1.
-# Layer-effectiveness scores are measured on held-out validation tokens at the training length
-# (the paper uses 100 sequences of 512 tokens): removal, causal, permutation and usefulness on
-# `eval_tokens`, the usefulness fits on `fit_tokens` other tokens, the Jacobians on one random
-# position of each of `jacobian_tokens` sequences (definitions and where they depart from the
-# authors' scripts: `cod/metrics/*.py`). Every curve is the mean over seeds, the band their
-# min..max; the paper's values are drawn beside ours against the paper's depth.
+# **What is shrunk here.** The `default` profile's calibrated miniature (`a0_miniature`) halves
+# the depth ladder to 6 / 8 / 12 / 16 layers (ratios kept) at width 24 (4 heads, SwiGLU width
+# 96 = 4 x hidden, untied embeddings), with a 2,048-token BPE vocabulary on the offline corpus
+# and sequences of 128 (the paper: 1024). Every depth sees the same 0.59M tokens (580 steps of
+# 8 x 128), which is 4.0 tokens per non-embedding parameter at 16 layers and 10.7 at 6, the
+# paper's range (10B tokens: 4.3 at 2.3B, 11 at 0.9B); peak lr 1e-3 for every depth (no sweep)
+# and the paper's weight decay 0.1. The runs are the `b_depth` experiment, whose 8-layer runs are
+# also the baseline of paper B's sparsity notebooks. Layer-effectiveness scores come from the
+# `analyse@b_depth` stage (settings in `params.yaml`, `analyses.b_depth`), measured on held-out
+# validation tokens at the training length (the paper uses 100 sequences of 512 tokens):
+# removal, causal, permutation and usefulness on `eval_tokens`, the usefulness fits on
+# `fit_tokens` other tokens, the Jacobians on one random position of each of `jacobian_tokens`
+# sequences (definitions and where they depart from the authors' scripts: `cod/metrics/*.py`).
+# Every curve is the mean over seeds, the band their min..max; the paper's values are drawn
+# beside ours against the paper's depth.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: which runs were trained

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from cod.config import ConfigError, Norm, RunConfig, apply_overrides, parse_override, run_config
+from cod.config import ConfigError, Norm, apply_overrides, parse_override, run_config
 from cod.experiments import load_params, resolve_runs
 from cod.model import Transformer
 
