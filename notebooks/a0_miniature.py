@@ -62,7 +62,8 @@ from IPython.display import Markdown, display
 
 from cod import plots
 from cod.config import run_config
-from cod.experiments import load_params, plan, resolve_runs
+from cod.experiments import load_params, resolve_runs
+from cod.plan import plan
 from cod.model import Transformer
 from cod.results import load_final, load_history, save_claims, spread
 

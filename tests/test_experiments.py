@@ -11,7 +11,8 @@ from conftest import tiny_run
 from cod import experiments
 from cod.analysis import analysis_settings, load_layers, save_layers
 from cod.config import ConfigError, ModelConfig, run_config
-from cod.experiments import Run, all_runs, load_params, plan, resolve_runs
+from cod.experiments import Run, all_runs, load_params, resolve_runs
+from cod.plan import plan, tokens_per_parameter
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
 from cod.train import main as train_main
@@ -67,7 +68,7 @@ def test_default_profile_meets_the_miniatures_criterion():
     params = load_params()
     params["profile"] = "default"
     for run in all_runs(params):
-        ratio = experiments.tokens_per_parameter(run)
+        ratio = tokens_per_parameter(run)
         if run.experiment.startswith("a_") and run.experiment != "a0_miniature":
             assert ratio >= 10, run
         if run.experiment == "b_depth":
