@@ -24,7 +24,7 @@
 #    model serves several notebooks), costs at most 4 hours on the 2-core machine, estimated
 #    from measured throughput (`python -m cod.experiments plan`).
 # 2. *Tokens.* Paper A's runs see at least 10 tokens per non-embedding parameter (paper A: 10
-#    at 1B to 27 at 130M); paper B's depth ladder sees 4 (deepest) to 11 (shallowest) at equal
+#    at 1B to 26 at 130M); paper B's depth ladder sees 4 (deepest) to 11 (shallowest) at equal
 #    tokens, as paper B's 10B tokens do for its 2.3B and 0.9B models.
 # 3. *Depth.* Paper A's depths are kept (12 layers for 130M, 24 for 250M and 350M, widths in the
 #    paper's ratios); paper B's ladder 12/16/24/32 is halved to 6/8/12/16 (ratios kept).
@@ -200,7 +200,7 @@ save_claims(figures_dir, [])  # a0 judges no paper claim: it fixes the scale the
 # %% [markdown]
 # **Reading the result.** The criterion is a statement about the training regime, not about
 # quality: at 10 tokens per parameter a run is about as far along, relative to its capacity, as
-# paper A's 1B model (and less than its 130M model at 27), while at 2-3 tokens per parameter
+# paper A's 1B model (and less than its 130M model at 26), while at 2-3 tokens per parameter
 # (the previous miniature, width 64 and 1.6M tokens) it was still in the papers' earliest
 # phase. Fixing the criterion bought that regime with width: 24 instead of 64, four heads of 6,
 # models of 55K-300K non-embedding parameters whose embeddings (2,048 x 24 each way) are
