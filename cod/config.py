@@ -15,8 +15,6 @@ three places:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Mapping
@@ -258,13 +256,6 @@ class RunConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(dataclasses.asdict(self))
-
-    def fingerprint(self) -> str:
-        """A short hash of every setting except the ones that do not change the result."""
-        settings = self.to_dict()
-        for cosmetic in ("log_every", "threads"):
-            settings["train"].pop(cosmetic)
-        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _positive(name: str, value: int | float) -> None:

@@ -19,8 +19,8 @@ def test_override_values_are_yaml():
 def test_dict_and_list_overrides_agree():
     a = run_config(["model.norm=lns", "seed=3"])
     b = run_config({"model.norm": "lns", "seed": 3})
-    assert a == b and a.fingerprint() == b.fingerprint()
-    assert a.fingerprint() != run_config({"seed": 4}).fingerprint()
+    assert a == b and a.to_dict() == b.to_dict()
+    assert a.to_dict() != run_config({"seed": 4}).to_dict()
 
 
 @pytest.mark.parametrize(
