@@ -36,11 +36,13 @@ SETTINGS = ("experiment", "eval_tokens", "fit_tokens", "jacobian_tokens", "jacob
 
 
 def analysis_settings(name: str, params: dict[str, Any]) -> dict[str, Any]:
-    """The settings of analysis `name`, checked: every key known, none missing."""
+    """The settings of analysis `name` under the active profile (its `profiles:` entry applied
+    last, as for experiments), checked: every key known, none missing."""
     analyses = params.get("analyses") or {}
     if name not in analyses:
         raise ConfigError(f"analyses.{name} is not declared; allowed: {', '.join(analyses)}")
-    spec = analyses[name]
+    spec = dict(analyses[name])
+    spec.update(spec.pop("profiles", {}).get(params["profile"], {}))
     unknown, missing = set(spec) - set(SETTINGS), set(SETTINGS) - set(spec)
     if unknown or missing:
         raise ConfigError(f"analyses.{name}: unknown {sorted(unknown)}, missing {sorted(missing)}; "
@@ -60,10 +62,9 @@ def analyse(name: str, params: dict[str, Any]) -> None:
     if missing:
         raise FileNotFoundError(f"no weights for {missing} in checkpoints/{profile}/{spec['experiment']}: "
                                 f"`dvc repro train@{spec['experiment']}` trains them")
-    limit = min(spec["zero_shot_limit"], 20) if profile == "smoke" else spec["zero_shot_limit"]
     root = ROOT / "analyses" / profile / name
     root.mkdir(parents=True, exist_ok=True)
-    (root / "settings.json").write_text(json.dumps({**spec, "zero_shot_limit": limit}, indent=1) + "\n")
+    (root / "settings.json").write_text(json.dumps(spec, indent=1) + "\n")
     torch.set_num_threads(1)
     for run in runs:
         model, cfg = load_model(run.weights / "model.pt")
@@ -74,7 +75,7 @@ def analyse(name: str, params: dict[str, Any]) -> None:
         with torch.no_grad():
             layers = analyse_layers(model, x, y, x_fit, x_jac, tau=spec["tau"], seed=run.seed)
         lm = LanguageModel(model, load_tokenizer(ROOT / cfg.data.dataset_dir))
-        zero_shot = [evaluate(lm, task, limit=limit) for task in spec["zero_shot_tasks"]]
+        zero_shot = [evaluate(lm, task, limit=spec["zero_shot_limit"]) for task in spec["zero_shot_tasks"]]
         folder = root / run.name
         save_layers(layers, folder)
         (folder / "zero_shot.json").write_text(json.dumps(zero_shot, indent=1) + "\n")

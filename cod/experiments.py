@@ -35,7 +35,6 @@ from cod.train import is_complete
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ("smoke", "default", "paper")
-RUN_KEYS = ("size", "seeds", "cost_factor")  # keys of a variant that are not settings
 
 
 @dataclass

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from typing import Any
 
 from cod.config import RunConfig
@@ -46,36 +45,22 @@ def measured_speeds(profile: str) -> dict[tuple, float]:
     return {key: statistics.median(values) for key, values in speeds.items()}
 
 
-def time_steps(cfg: RunConfig, steps: int = 4, rounds: int = 2) -> float:
-    """Training tokens/s of `cfg`'s shape, one thread: the faster of `rounds` timings of `steps`
-    steps after one warm-up step (other load on the machine only slows a round down)."""
+def time_steps(cfg: RunConfig, steps: int = 8) -> float:
+    """Training tokens/s of `cfg`'s shape on one CPU thread (`cod.benchmark.measure`), leaving
+    this process's thread count and random state as they were."""
+    import dataclasses
+
     import torch
 
-    from cod.model import Transformer
+    from cod.benchmark import measure
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    threads, rng = torch.get_num_threads(), torch.get_rng_state()
     try:
-        model = Transformer(cfg.model)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        x = torch.randint(0, cfg.model.vocab_size, (cfg.data.batch_size, cfg.data.seq_len))
-
-        def step() -> None:
-            loss = model(x, x).loss
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-
-        step()
-        best = float("inf")
-        for _ in range(rounds):
-            start = time.perf_counter()
-            for _ in range(steps):
-                step()
-            best = min(best, time.perf_counter() - start)
-        return steps * x.numel() / best
+        shape = {"model": dataclasses.asdict(cfg.model), "batch": cfg.data.batch_size, "seq": cfg.data.seq_len}
+        return measure("ours", shape, steps, threads=1, device="cpu", bf16=False)["tokens_per_s"]
     finally:
         torch.set_num_threads(threads)
+        torch.set_rng_state(rng)
 
 
 def run_seconds(run: Run, speeds: dict[tuple, float], measured: set[tuple] = frozenset()) -> float | None:
