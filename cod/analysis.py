@@ -33,6 +33,7 @@ from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_to
 
 SETTINGS = ("experiment", "eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau",
             "zero_shot_tasks", "zero_shot_limit")
+OPTIONAL = {"variants": None}  # the experiment's variants to measure; None: all of them
 
 
 def analysis_settings(name: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -41,13 +42,26 @@ def analysis_settings(name: str, params: dict[str, Any]) -> dict[str, Any]:
     analyses = params.get("analyses") or {}
     if name not in analyses:
         raise ConfigError(f"analyses.{name} is not declared; allowed: {', '.join(analyses)}")
-    spec = dict(analyses[name])
+    spec = {**OPTIONAL, **analyses[name]}
     spec.update(spec.pop("profiles", {}).get(params["profile"], {}))
-    unknown, missing = set(spec) - set(SETTINGS), set(SETTINGS) - set(spec)
+    unknown, missing = set(spec) - set(SETTINGS) - set(OPTIONAL), set(SETTINGS) - set(spec)
     if unknown or missing:
         raise ConfigError(f"analyses.{name}: unknown {sorted(unknown)}, missing {sorted(missing)}; "
-                          f"allowed: {', '.join(SETTINGS)}")
+                          f"allowed: {', '.join([*SETTINGS, *OPTIONAL])}")
     return spec
+
+
+def analysed_runs(spec: dict[str, Any], params: dict[str, Any]) -> list:
+    """The runs of the analysis's experiment that it measures (`variants`, when given, in that order)."""
+    runs = resolve_runs(spec["experiment"], params)
+    if spec["variants"] is None:
+        return runs
+    known = {run.variant for run in runs}
+    unknown = [v for v in spec["variants"] if v not in known]
+    if unknown:
+        raise ConfigError(f"variants={unknown} are not variants of experiments.{spec['experiment']}; "
+                          f"allowed: {', '.join(sorted(known))}")
+    return [run for run in runs if run.variant in spec["variants"]]
 
 
 def analyse(name: str, params: dict[str, Any]) -> None:
@@ -57,7 +71,7 @@ def analyse(name: str, params: dict[str, Any]) -> None:
 
     spec = analysis_settings(name, params)
     profile = params["profile"]
-    runs = resolve_runs(spec["experiment"], params)
+    runs = analysed_runs(spec, params)
     missing = [run.name for run in runs if not (run.weights / "model.pt").exists()]
     if missing:
         raise FileNotFoundError(f"no weights for {missing} in checkpoints/{profile}/{spec['experiment']}: "

@@ -35,8 +35,8 @@ class Norm(StrEnum):
     SANDWICH_LN = "sandwich_ln"  # x + norm(f(norm(x)))
     MIX_LN = "mix_ln"  # Post-LN in the first `mix_ln_fraction` of blocks, Pre-LN after
     DEEPNORM = "deepnorm"  # norm(alpha x + f(x)), alpha = (2L)^(1/4), init gain (8L)^(-1/4)
-    # Admin and Group-LN (paper A Table 7) slot in here: one member and one branch in
-    # `cod.model.Sublayer.forward`.
+    ADMIN = "admin"  # norm(omega * x + f(x)), omega learnable, initialised by a profiling pass (Liu et al. 2020)
+    GROUP_LN = "group_ln"  # Pre-LN whose norms normalise `norm_groups` channel groups separately
 
 
 class LNSPosition(StrEnum):
@@ -110,7 +110,8 @@ class ModelConfig:
     norm_eps: float = 1e-5  # RMSNorm epsilon
     norm: Norm = Norm.PRE_LN  # norm placement in each sublayer
     lns_position: LNSPosition = LNSPosition.AFTER_NORM  # where LNS's 1/sqrt(l) goes (norm=lns only)
-    mix_ln_fraction: float = 0.25  # share of blocks that are Post-LN under mix_ln
+    norm_groups: int = 4  # channel groups of each norm under group_ln
+    mix_ln_fraction: float = 0.25  # Mix-LN: the first floor(fraction * L) blocks are Post-LN, the rest Pre-LN
     init: Init = Init.NORMAL  # initialisation scheme
     init_std: float = 0.02  # standard deviation of the normal initialisation
     branch_gain: BranchGain = BranchGain.NONE  # learnable gain on branch outputs
@@ -150,6 +151,11 @@ class ModelConfig:
             )
         if self.d_ff is not None:
             _positive("model.d_ff", self.d_ff)
+        if self.norm == Norm.GROUP_LN and (self.norm_groups < 1 or self.d_model % self.norm_groups):
+            raise ConfigError(
+                f"model.norm_groups={self.norm_groups} must divide model.d_model={self.d_model}; "
+                f"allowed: {[g for g in range(1, self.d_model + 1) if self.d_model % g == 0]}"
+            )
         if not 0.0 <= self.mix_ln_fraction <= 1.0:
             raise ConfigError(f"model.mix_ln_fraction={self.mix_ln_fraction} must lie in [0, 1]")
 

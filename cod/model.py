@@ -42,14 +42,22 @@ class ModelOutput:
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float):
+    """RMSNorm with a per-channel gain. With `groups` > 1 it is Group-LN: each of `groups`
+    contiguous channel groups of a token is divided by its own RMS (Wu & He's group
+    normalisation taken per token, so it stays causal, in RMSNorm's form: no mean subtracted)."""
+
+    def __init__(self, dim: int, eps: float, groups: int = 1):
         super().__init__()
-        self.eps = eps
+        self.eps, self.groups = eps, groups
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         wide = x.to(torch.promote_types(x.dtype, torch.float32))  # fp32 at least, float64 stays
-        normed = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + self.eps)
+        if self.groups > 1:
+            grouped = wide.unflatten(-1, (self.groups, -1))  # (..., G, D/G)
+            normed = (grouped * torch.rsqrt(grouped.pow(2).mean(-1, keepdim=True) + self.eps)).flatten(-2)
+        else:
+            normed = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * normed.type_as(x)
 
 
@@ -130,25 +138,33 @@ class LayerScale(nn.Module):
         return x * self.gain
 
 
-def _scaled(x: torch.Tensor, factor: float) -> torch.Tensor:
-    return x if factor == 1.0 else x * factor
+def _scaled(x: torch.Tensor, factor: float | torch.Tensor) -> torch.Tensor:
+    return x if isinstance(factor, float) and factor == 1.0 else x * factor
+
+
+POST_NORMS = (Norm.POST_LN, Norm.DEEPNORM, Norm.ADMIN)  # the norm sits on the residual stream itself
 
 
 class Sublayer(nn.Module):
     """A branch (attention or FFN) with its norm(s), depth factors and residual connection.
 
     Pre-norm family:  y = (x + g(norm2(f(norm(x * a) * s)) * b)) * r
-    Post-norm family: y = norm(alpha * x + g(f(x)))
+    Post-norm family: y = norm(w * x + g(f(x)))
     where s, a, b, r are LNS's 1/sqrt(l) at the chosen position (1 elsewhere), norm2 is the
-    Sandwich-LN output norm, g an optional learnable gain and alpha DeepNorm's residual weight.
+    Sandwich-LN output norm, g an optional learnable gain, and w the residual weight: 1 for
+    Post-LN, DeepNorm's constant alpha, Admin's learnable per-channel omega (set by
+    `Transformer.profile_admin`). Group-LN is Pre-LN with grouped norms.
     """
 
     def __init__(self, branch: nn.Module, cfg: ModelConfig, layer: int, kind: str, norm: Norm):
         super().__init__()
         self.branch = branch
-        self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
-        self.post_norm = norm in (Norm.POST_LN, Norm.DEEPNORM)
-        self.residual_weight = (2 * cfg.n_layers) ** 0.25 if norm == Norm.DEEPNORM else 1.0
+        self.norm = RMSNorm(cfg.d_model, cfg.norm_eps, cfg.norm_groups if norm == Norm.GROUP_LN else 1)
+        self.post_norm = norm in POST_NORMS
+        if norm == Norm.ADMIN:
+            self.residual_weight = nn.Parameter(torch.ones(cfg.d_model))
+        else:
+            self.residual_weight = (2 * cfg.n_layers) ** 0.25 if norm == Norm.DEEPNORM else 1.0
         self.out_norm = RMSNorm(cfg.d_model, cfg.norm_eps) if norm == Norm.SANDWICH_LN else nn.Identity()
         self.gain = _branch_gain(cfg)
         factor = 1.0 / math.sqrt(layer) if norm == Norm.LNS else 1.0
@@ -184,7 +200,7 @@ def _branch_gain(cfg: ModelConfig) -> nn.Module:
 def block_norm(cfg: ModelConfig, layer: int) -> Norm:
     """Norm placement of block `layer` (1-based); resolves Mix-LN into Post- or Pre-LN."""
     if cfg.norm == Norm.MIX_LN:
-        return Norm.POST_LN if layer <= round(cfg.mix_ln_fraction * cfg.n_layers) else Norm.PRE_LN
+        return Norm.POST_LN if layer <= math.floor(cfg.mix_ln_fraction * cfg.n_layers) else Norm.PRE_LN
     return cfg.norm
 
 
@@ -209,8 +225,9 @@ class Transformer(nn.Module):
         self.cfg = cfg
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(1, cfg.n_layers + 1))
-        has_final_norm = block_norm(cfg, cfg.n_layers) not in (Norm.POST_LN, Norm.DEEPNORM)
-        self.final_norm = RMSNorm(cfg.d_model, cfg.norm_eps) if has_final_norm else nn.Identity()
+        last_norm = block_norm(cfg, cfg.n_layers)
+        groups = cfg.norm_groups if last_norm == Norm.GROUP_LN else 1
+        self.final_norm = nn.Identity() if last_norm in POST_NORMS else RMSNorm(cfg.d_model, cfg.norm_eps, groups)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
@@ -237,6 +254,36 @@ class Transformer(nn.Module):
                     nn.init.constant_(module.gain, init)
         if isinstance(self.final_norm, RMSNorm):
             nn.init.ones_(self.final_norm.weight)
+        if cfg.norm == Norm.ADMIN and not self.embed_tokens.weight.is_meta:
+            self.profile_admin()
+
+    @torch.no_grad()
+    def profile_admin(self, idx: torch.Tensor | None = None) -> list[float]:
+        """Admin's initialisation (Liu et al. 2020, section 4.3). One forward at omega = 1
+        measures every sublayer's input x_{i-1} and branch output f_i (attention and MLP
+        counted separately, in order); then omega_i = sqrt((Var[x_0] + sum_{j<i} Var[f_j]) /
+        Var[x_{i-1}]), so that omega_i * x_{i-1} has the variance a Pre-LN residual stream
+        would have there. Post-norm inputs have unit variance after the first sublayer, where
+        this is Liu et al.'s sqrt(sum_{j<i} Var[f_j]) plus the embeddings' share; at the first
+        sublayer it is 1 (the embeddings pass unweighted). Variances are over all elements; `idx`
+        defaults to 8 sequences of random token ids, which profile like text at initialisation
+        (the embedding rows are i.i.d.). Returns the omegas."""
+        sublayers = [sub for block in self.blocks for sub in (block.attn, block.mlp)]
+        for sub in sublayers:
+            sub.residual_weight.fill_(1.0)
+        if idx is None:
+            shape = (8, min(64, self.cfg.max_seq_len))
+            idx = torch.randint(self.cfg.vocab_size, shape, generator=torch.Generator().manual_seed(0))
+        keep = ["resid_pre", "attn_out", "resid_mid", "mlp_out"]
+        states = self(idx.to(self.embed_tokens.weight.device), keep=keep).states
+        total, omegas = states["resid_pre.0"].var(), []
+        for i, sub in enumerate(sublayers):
+            block, is_attn = i // 2, i % 2 == 0
+            inputs = states[f"resid_pre.{block}" if is_attn else f"resid_mid.{block}"]
+            omegas.append((total / inputs.var()).sqrt().item())
+            sub.residual_weight.fill_(omegas[-1])
+            total = total + states[f"{'attn' if is_attn else 'mlp'}_out.{block}"].var()
+        return omegas
 
     # ------------------------------------------------------------------ forward pieces
     def embed(self, idx: torch.Tensor) -> torch.Tensor:

@@ -44,3 +44,18 @@ def save(fig, figures_dir: str | Path, name: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     return path
+
+
+def loss_curves(ax, history: pd.DataFrame, variants: dict[str, str], smooth: int = 1) -> None:
+    """Training loss against tokens for {label: variant}: mean over seeds (each seed's curve a
+    running mean over `smooth` logged steps first), min..max band; a diverged seed's curve
+    stops where its history does. Colours follow the order of `variants`."""
+    for color, (label, variant) in zip(plt.cm.tab10.colors, variants.items()):
+        rows = history[history["variant"] == variant]
+        if rows.empty:
+            continue
+        table = rows.pivot_table(index="tokens", columns="seed", values="loss")
+        table = table.rolling(smooth, min_periods=1).mean()
+        seed_band(ax, table.index, table, color, label=label)
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel("training loss")

@@ -1,0 +1,158 @@
+"""Norm and scaling variants against a forward written here from each paper's definition.
+
+The reference below reads the model's weights by name and recomputes the logits with its own
+RMSNorm, rotary embedding, attention and SwiGLU, so a mistake in `cod.model`'s composition of a
+variant (a factor in the wrong place, a missing norm, a wrong omega) shows up as a mismatch.
+"""
+
+import math
+
+import pytest
+import torch
+
+from cod.config import ModelConfig
+from cod.model import Transformer
+
+L, D, H, V, T = 3, 16, 2, 50, 7
+
+
+def config(**kw) -> ModelConfig:
+    return ModelConfig(vocab_size=V, d_model=D, n_layers=L, n_heads=H, max_seq_len=16, **kw)
+
+
+def randomise_gains(model: Transformer) -> None:
+    """Norm gains, Admin's omegas and branch gains away from their initial constants."""
+    gen = torch.Generator().manual_seed(1)
+    for name, p in model.named_parameters():
+        if p.dim() == 1 or name.endswith("residual_weight"):
+            p.data = 0.5 + torch.rand(p.shape, generator=gen, dtype=p.dtype)
+
+
+# ---------------------------------------------------------------- the reference, from definitions
+def rms(x, weight, eps=1e-5, groups=1):
+    g = x.reshape(*x.shape[:-1], groups, -1)
+    g = g / torch.sqrt((g * g).mean(-1, keepdim=True) + eps)
+    return g.reshape(x.shape) * weight
+
+
+def rotate(x, theta=10000.0):
+    """Rotary embedding of (B, H, T, hd): channel i pairs with i + hd/2 (LLaMA's layout)."""
+    hd, half = x.shape[-1], x.shape[-1] // 2
+    pos = torch.arange(x.shape[-2], dtype=torch.float64)[:, None]
+    freq = theta ** (-torch.arange(half, dtype=torch.float64) * 2 / hd)
+    cos, sin = torch.cos(pos * freq).to(x.dtype), torch.sin(pos * freq).to(x.dtype)
+    a, b = x[..., :half], x[..., half:]
+    return torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+
+
+def attention(x, w, prefix):
+    B, T_, _ = x.shape
+    heads = lambda y: y.reshape(B, T_, H, D // H).transpose(1, 2)  # noqa: E731
+    q = rotate(heads(x @ w[prefix + "q_proj.weight"].T))
+    k = rotate(heads(x @ w[prefix + "k_proj.weight"].T))
+    v = heads(x @ w[prefix + "v_proj.weight"].T)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(D // H)
+    scores = scores.masked_fill(torch.triu(torch.ones(T_, T_, dtype=torch.bool), 1), float("-inf"))
+    y = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T_, D)
+    return y @ w[prefix + "o_proj.weight"].T
+
+
+def swiglu(x, w, prefix):
+    gate, up = x @ w[prefix + "gate_proj.weight"].T, x @ w[prefix + "up_proj.weight"].T
+    return (gate * torch.sigmoid(gate) * up) @ w[prefix + "down_proj.weight"].T
+
+
+def reference_logits(model: Transformer, idx: torch.Tensor) -> torch.Tensor:
+    cfg, w = model.cfg, dict(model.named_parameters())
+    norm, position = str(cfg.norm), str(cfg.lns_position)
+    groups = cfg.norm_groups if norm == "group_ln" else 1
+    x = w["embed_tokens.weight"][idx]
+    for i in range(cfg.n_layers):
+        layer = i + 1
+        for kind, branch in (("attn", attention), ("mlp", swiglu)):
+            p = f"blocks.{i}.{kind}."
+            f = lambda h: branch(h, w, p + "branch.")  # noqa: E731,B023
+            if norm == "admin":  # Liu et al. 2020: LN(x * omega + f(x))
+                x = rms(x * w[p + "residual_weight"] + f(x), w[p + "norm.weight"])
+            elif norm == "post_ln":
+                x = rms(x + f(x), w[p + "norm.weight"])
+            elif norm == "sandwich_ln":  # Ding et al. 2021: x + LN(f(LN(x)))
+                x = x + rms(f(rms(x, w[p + "norm.weight"])), w[p + "out_norm.weight"])
+            elif norm == "lns":  # paper A Table 8: where 1/sqrt(l) multiplies
+                s = 1 / math.sqrt(layer)
+                here = position not in ("attn_only", "mlp_only") or position == f"{kind}_only"
+                at = lambda where: s if here and where else 1.0  # noqa: E731
+                after_norm = position in ("after_norm", "attn_only", "mlp_only")
+                h = rms(x * at(position == "before_norm"), w[p + "norm.weight"]) * at(after_norm)
+                x = (x + f(h) * at(position == "after_branch")) * at(position == "after_residual")
+            else:  # pre_ln, group_ln
+                x = x + f(rms(x, w[p + "norm.weight"], groups=groups))
+    if "final_norm.weight" in w:
+        x = rms(x, w["final_norm.weight"], groups=groups)
+    return x @ w["lm_head.weight"].T
+
+
+VARIANTS = [
+    {"norm": "pre_ln"},
+    {"norm": "post_ln"},
+    {"norm": "sandwich_ln"},
+    {"norm": "admin"},
+    {"norm": "group_ln", "norm_groups": 4},
+    {"norm": "group_ln", "norm_groups": 1},
+    *({"norm": "lns", "lns_position": pos} for pos in
+      ("after_norm", "before_norm", "after_branch", "after_residual", "attn_only", "mlp_only")),
+    {"norm": "lns", "init": "scaled"},
+]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: "-".join(map(str, v.values())))
+def test_variant_matches_reference_forward(variant):
+    torch.manual_seed(0)
+    model = Transformer(config(**variant)).double()
+    randomise_gains(model)
+    idx = torch.randint(V, (2, T))
+    with torch.no_grad():
+        torch.testing.assert_close(model(idx).logits, reference_logits(model, idx), rtol=1e-6, atol=1e-8)  # rotary tables are float32
+
+
+def test_group_ln_normalises_each_group_on_its_own():
+    norm = Transformer(config(norm="group_ln", norm_groups=4)).blocks[0].attn.norm
+    x = torch.randn(3, D)
+    scaled = x.clone()
+    scaled[:, : D // 4] *= 7.0  # one group louder: Group-LN output unchanged, RMSNorm's would change
+    torch.testing.assert_close(norm(scaled), norm(x), atol=1e-4, rtol=1e-4)  # up to eps
+    group_rms = norm(x).reshape(3, 4, -1).pow(2).mean(-1)
+    torch.testing.assert_close(group_rms, torch.ones(3, 4), atol=1e-4, rtol=0)
+
+
+def test_admin_omegas_follow_the_profiled_variances():
+    """omega_i = sqrt((Var[x_0] + sum_{j<i} Var[f_j]) / Var[x_{i-1}]), profiled at omega = 1."""
+    torch.manual_seed(0)
+    model = Transformer(config(norm="admin")).double()
+    idx = torch.randint(V, (4, T))
+    omegas = model.profile_admin(idx)
+
+    w = {k: v.detach() for k, v in model.named_parameters()}
+    x = w["embed_tokens.weight"][idx]
+    total, expected = x.var(), []
+    for i in range(L):
+        for kind, branch in (("attn", attention), ("mlp", swiglu)):
+            p = f"blocks.{i}.{kind}."
+            out = branch(x, w, p + "branch.")
+            expected.append(math.sqrt(total / x.var()))
+            total = total + out.var()
+            x = rms(x + out, w[p + "norm.weight"])  # the profiling pass runs at omega = 1
+    assert omegas == pytest.approx(expected, rel=1e-9)
+    assert omegas[0] == pytest.approx(1.0)
+    for i, block in enumerate(model.blocks):
+        assert torch.all(block.attn.residual_weight == omegas[2 * i])
+        assert torch.all(block.mlp.residual_weight == omegas[2 * i + 1])
+
+
+def test_admin_omegas_are_learnable_and_survive_a_checkpoint():
+    model = Transformer(config(norm="admin"))
+    names = [n for n, _ in model.named_parameters() if n.endswith("residual_weight")]
+    assert len(names) == 2 * L
+    clone = Transformer(config(norm="admin", init_std=0.5))  # different init, so different omegas
+    clone.load_state_dict(model.state_dict())
+    assert torch.equal(clone.blocks[1].mlp.residual_weight, model.blocks[1].mlp.residual_weight)
