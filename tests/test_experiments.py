@@ -9,7 +9,7 @@ import torch
 
 from conftest import tiny_run
 from cod import experiments
-from cod.analysis import analysis_settings, load_layers, save_layers
+from cod.analysis import analysed_runs, analysis_settings, load_layers, save_layers
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.experiments import Run, all_runs, load_params, resolve_runs
 from cod.plan import plan, tokens_per_parameter
@@ -36,20 +36,20 @@ def test_runs_are_stored_per_profile():
 def test_variant_seeds_and_the_profiles_seed_cap():
     params = load_params()
     params["profile"] = "default"
-    sweep = {run.name for run in resolve_runs("a_250m", params, section="planned")}
+    sweep = {run.name for run in resolve_runs("a_250m", params)}
     assert {"pre_ln_s2", "layerscale_s1"} <= sweep and "layerscale_s2" not in sweep
     params["profile"] = "smoke"
-    assert {run.seed for run in resolve_runs("a_250m", params, section="planned")} == {0}
+    assert {run.seed for run in resolve_runs("a_250m", params)} == {0}
 
 
 def test_planned_runs_are_costed_by_shape_but_never_trained():
     params = smoke_params()
-    planned = resolve_runs("a_130m_sweep", params, section="planned")
-    admin = next(run for run in planned if run.variant == "admin")
-    assert admin.status() == "planned" and admin.planned == "#8"
-    with pytest.raises(ConfigError, match="model.norm='admin' is not allowed"):
-        admin.config  # the code has no Admin yet: the pipeline could not train it
-    assert admin.shape_config.model.n_layers == params["profiles"]["smoke"]["sizes"]["a130m"]["model.n_layers"]
+    planned = resolve_runs("b_moe", params, section="planned")
+    moe = next(run for run in planned if run.variant == "moe")
+    assert moe.status() == "planned" and moe.planned == "#10"
+    with pytest.raises(ConfigError, match="model.ffn='moe' is not allowed"):
+        moe.config  # the code has no MoE yet: the pipeline could not train it
+    assert moe.shape_config.model.n_layers == params["profiles"]["smoke"]["sizes"]["b_d16"]["model.n_layers"]
     assert all(run.planned is None for run in all_runs(params, planned=False))
 
 
@@ -97,6 +97,16 @@ def test_analysis_settings_are_checked():
     params["analyses"]["b_depth"] = {**params["analyses"]["b_depth"], "tua": 0.1}
     with pytest.raises(ConfigError, match="unknown \\['tua'\\]"):
         analysis_settings("b_depth", params)
+
+
+def test_an_analysis_measures_the_variants_it_names():
+    params = smoke_params()
+    spec = analysis_settings("a_130m", params)
+    assert [run.variant for run in analysed_runs(spec, params)] == ["pre_ln", "lns", "post_ln"]
+    assert analysis_settings("b_depth", params)["variants"] is None  # not given: every variant
+    assert len(analysed_runs(analysis_settings("b_depth", params), params)) == len(resolve_runs("b_depth", params))
+    with pytest.raises(ConfigError, match="variants=\\['pre-ln'\\] are not variants of experiments.a_130m"):
+        analysed_runs({**spec, "variants": ["pre-ln"]}, params)
 
 
 def test_stored_layer_analysis_reads_back_as_the_same_objects(tmp_path):
