@@ -59,18 +59,24 @@ def by_seed(table: pd.DataFrame, variant: str, value: str = "ppl") -> pd.Series:
     return table[table["variant"] == variant].set_index("seed")[value].sort_index()
 
 
-def cell(values: pd.Series, digits: int = 1) -> str:
-    """'mean ± std (n=K)' of per-seed values; failed seeds (inf) named, as the paper shows divergence."""
+def cell(values: pd.Series, raw: pd.Series | None = None, digits: int = 1) -> str:
+    """'mean ± std (n=K)' of per-seed values over the seeds that did not fail (inf); failed seeds
+    are counted apart with their raw values (`raw`, e.g. val_ppl; 'diverged' where the trainer
+    stopped the run), as the paper prints a diverged run's perplexity."""
     values = values.dropna()
     if values.empty:
         return "not trained"
     finite = values[np.isfinite(values)]
-    failed = len(values) - len(finite)
-    if finite.empty:
-        return f"failed ({failed}/{len(values)})"
-    text = f"{finite.mean():.{digits}f}" + (f" ± {finite.std():.{digits}f}" if len(finite) > 1 else "")
-    text += f" (n={len(finite)})"
-    return text + (f", failed {failed}/{len(values)}" if failed else "")
+    failed = values.index[~np.isfinite(values)]
+    text = ""
+    if len(finite):
+        text = f"{finite.mean():.{digits}f}" + (f" ± {finite.std():.{digits}f}" if len(finite) > 1 else "")
+        text += f" (n={len(finite)})"
+    if len(failed):
+        shown = "" if raw is None else ": " + ", ".join(
+            "diverged" if pd.isna(raw.get(seed)) else f"{raw.get(seed):.{digits}f}" for seed in failed)
+        text += f"{', ' if text else ''}failed {len(failed)}/{len(values)}{shown}"
+    return text
 
 
 def judge(a: pd.Series, b: pd.Series, lower_is_better: bool = True) -> tuple[str, str]:
@@ -132,7 +138,7 @@ def ppl_table(sweep: pd.DataFrame, rows: dict[str, str], paper: pd.DataFrame | N
     columns = {}
     for size in sweep["size"].unique():
         at = sweep[sweep["size"] == size]
-        columns[(size, "ours")] = [cell(by_seed(at, variant)) for variant in rows.values()]
+        columns[(size, "ours")] = [cell(by_seed(at, variant), by_seed(at, variant, "val_ppl")) for variant in rows.values()]
         if paper is not None and size in paper.columns:
             columns[(size, "paper")] = [paper[size].get(label, "") for label in rows]
     return pd.DataFrame(columns, index=list(rows))

@@ -42,7 +42,8 @@ def test_failed_runs_lose_every_comparison():
     assert marked["ppl"].tolist() == [100.0, math.inf, math.inf, 499.0]
     assert judge(seeds(300.0, 310.0), seeds(math.inf, math.inf))[0] == "reproduced"
     assert cell(marked["ppl"]) == "299.5 ± 282.1 (n=2), failed 2/4"
-    assert cell(seeds(math.inf)) == "failed (1/1)" and cell(pd.Series([], dtype=float)) == "not trained"
+    assert cell(marked["ppl"], marked["val_ppl"]) == "299.5 ± 282.1 (n=2), failed 2/4: 600.0, diverged"
+    assert cell(seeds(math.inf)) == "failed 1/1" and cell(pd.Series([], dtype=float)) == "not trained"
 
 
 def test_the_best_must_beat_every_other_clearly():

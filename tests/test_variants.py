@@ -13,7 +13,7 @@ import torch
 from cod.config import ModelConfig
 from cod.model import Transformer
 
-L, D, H, V, T = 3, 16, 2, 50, 7
+L, D, H, V, T = 4, 16, 2, 50, 7  # 4 layers: Mix-LN has one Post-LN block
 
 
 def config(**kw) -> ModelConfig:
@@ -71,10 +71,14 @@ def reference_logits(model: Transformer, idx: torch.Tensor) -> torch.Tensor:
         layer = i + 1
         for kind, branch in (("attn", attention), ("mlp", swiglu)):
             p = f"blocks.{i}.{kind}."
-            f = lambda h: branch(h, w, p + "branch.")  # noqa: E731,B023
-            if norm == "admin":  # Liu et al. 2020: LN(x * omega + f(x))
+            gain = w.get(p + "gain.gain", 1.0)  # LayerScale's diag(lambda), SkipInit's scalar
+            f = lambda h: branch(h, w, p + "branch.") * gain  # noqa: E731,B023
+            mixed_post = norm == "mix_ln" and layer <= cfg.n_layers // 4  # Li et al.: first floor(L/4) Post-LN
+            if norm == "deepnorm":  # Wang et al. 2022: LN(alpha x + f(x)), alpha = (2L)^(1/4)
+                x = rms((2 * cfg.n_layers) ** 0.25 * x + f(x), w[p + "norm.weight"])
+            elif norm == "admin":  # Liu et al. 2020: LN(x * omega + f(x))
                 x = rms(x * w[p + "residual_weight"] + f(x), w[p + "norm.weight"])
-            elif norm == "post_ln":
+            elif norm == "post_ln" or mixed_post:
                 x = rms(x + f(x), w[p + "norm.weight"])
             elif norm == "sandwich_ln":  # Ding et al. 2021: x + LN(f(LN(x)))
                 x = x + rms(f(rms(x, w[p + "norm.weight"])), w[p + "out_norm.weight"])
@@ -85,7 +89,7 @@ def reference_logits(model: Transformer, idx: torch.Tensor) -> torch.Tensor:
                 after_norm = position in ("after_norm", "attn_only", "mlp_only")
                 h = rms(x * at(position == "before_norm"), w[p + "norm.weight"]) * at(after_norm)
                 x = (x + f(h) * at(position == "after_branch")) * at(position == "after_residual")
-            else:  # pre_ln, group_ln
+            else:  # pre_ln, group_ln, the Pre-LN blocks of mix_ln
                 x = x + f(rms(x, w[p + "norm.weight"], groups=groups))
     if "final_norm.weight" in w:
         x = rms(x, w["final_norm.weight"], groups=groups)
@@ -95,6 +99,10 @@ def reference_logits(model: Transformer, idx: torch.Tensor) -> torch.Tensor:
 VARIANTS = [
     {"norm": "pre_ln"},
     {"norm": "post_ln"},
+    {"norm": "deepnorm"},
+    {"norm": "mix_ln"},
+    {"norm": "pre_ln", "branch_gain": "layerscale"},
+    {"norm": "pre_ln", "branch_gain": "skipinit"},
     {"norm": "sandwich_ln"},
     {"norm": "admin"},
     {"norm": "group_ln", "norm_groups": 4},
@@ -156,3 +164,23 @@ def test_admin_omegas_are_learnable_and_survive_a_checkpoint():
     clone = Transformer(config(norm="admin", init_std=0.5))  # different init, so different omegas
     clone.load_state_dict(model.state_dict())
     assert torch.equal(clone.blocks[1].mlp.residual_weight, model.blocks[1].mlp.residual_weight)
+
+
+def test_deepnorm_and_skipinit_initial_values():
+    """DeepNorm's beta = (8L)^(-1/4) on the value, output and FFN matrices, not on queries and keys;
+    SkipInit's scalar starts at 1/sqrt(L); LayerScale's channels at layerscale_init."""
+    torch.manual_seed(0)
+    plain = Transformer(config(init_std=0.02))
+    torch.manual_seed(0)
+    deep = Transformer(config(init_std=0.02, norm="deepnorm"))
+    beta = (8 * L) ** -0.25
+    for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+        ratio = getattr(deep.blocks[1].attn.branch, name).weight / getattr(plain.blocks[1].attn.branch, name).weight
+        torch.testing.assert_close(ratio, torch.full_like(ratio, beta if name in ("v_proj", "o_proj") else 1.0))
+    for name in ("gate_proj", "up_proj", "down_proj"):
+        ratio = getattr(deep.blocks[1].mlp.branch, name).weight / getattr(plain.blocks[1].mlp.branch, name).weight
+        torch.testing.assert_close(ratio, torch.full_like(ratio, beta))
+    skip = Transformer(config(branch_gain="skipinit")).blocks[2].mlp.gain.gain
+    assert skip.shape == (1,) and skip.item() == pytest.approx(L ** -0.5)
+    scale = Transformer(config(branch_gain="layerscale", layerscale_init=1e-3)).blocks[0].attn.gain.gain
+    assert scale.shape == (D,) and torch.all(scale == 1e-3)
