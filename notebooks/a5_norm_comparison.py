@@ -92,6 +92,29 @@ table.to_csv(Path(figures_dir) / "table1.csv")
 display(table)
 
 # %% [markdown]
+# ## Fig. 1 (right): final loss against model size
+# Validation loss against non-embedding parameters, mean over seeds with min..max bars; failed
+# seeds are left out of the mean (the table counts them). The paper draws OLMo's training loss
+# from 60M to 7B parameters, Pre-LN against LNS.
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 4))
+for color, (label, variant) in zip(plt.cm.tab10.colors, ROWS.items()):
+    rows = sweep[(sweep["variant"] == variant) & ~sweep["failed"]]
+    if rows.empty:
+        continue
+    stats = rows.groupby("params_non_embedding")["val_loss"].agg(["mean", "min", "max"])
+    ax.errorbar(stats.index, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
+                color=color, marker="o", capsize=3, label=label)
+ax.set_xscale("log")
+ax.set_xlabel("non-embedding parameters")
+ax.set_ylabel("validation loss")
+ax.legend(fontsize=8)
+ax.set_title(f"Final loss against size ({profile} profile)")
+plots.save(fig, figures_dir, "fig1_loss_vs_size")
+plt.show()
+
+# %% [markdown]
 # ## Figs. 1 (right) and 6: training loss, every norm at every size
 # Mean over seeds of each seed's running mean over 5 logged steps, min..max band. The lower
 # row zooms on LNS against Pre-LN, as Fig. 6 does.

@@ -95,7 +95,7 @@ display(table)
 # %%
 small = sweep[sweep["size"] == "130M"]
 table3 = pd.DataFrame({
-    "training loss (ours)": [cell(by_seed(small, v, "final_train_loss"), 3) for v in ("olmo_init", "lns")],
+    "training loss (ours)": [cell(by_seed(small, v, "final_train_loss"), digits=3) for v in ("olmo_init", "lns")],
     "training loss (paper, 1B)": [2.96, 2.85],
     "perplexity (ours)": [cell(by_seed(small, v)) for v in ("olmo_init", "lns")],
     "perplexity (paper, 1B)": [19.30, 17.28],

@@ -130,4 +130,19 @@ display(pd.DataFrame(claims)[["id", "paper_value", "ours", "verdict"]])
 # The tables above are regenerated from the runs every time this notebook executes; the
 # paragraph below interprets the committed `default`-profile runs.
 #
-# (written once the runs are in)
+# **Reproduced.** Admin is worse than Pre-LN (269 ± 19 against 236 ± 4, both seeds; the paper:
+# 27.91 against 26.73), and Mix-LN is better than Pre-LN (223 ± 1, every seed, by three times the
+# seed spread; the paper: 26.07).
+#
+# **Not reproduced.** LNS is not the best of Table 7's norms here: Mix-LN beats it clearly in
+# every seed (223 against 238), and LNS ties with Pre-LN (the same tie as in Tables 1 and 8 at
+# this size). Sandwich-LN, slightly better than Pre-LN in the paper, is far worse here (315 ± 3):
+# its output norm gives every branch a unit-RMS contribution from the first step, about 50 times
+# the std of the embeddings it is added to (init std 0.02), which may explain it at this width
+# and budget; we have not tested that explanation.
+#
+# **Inconclusive.** Group-LN is worse than Pre-LN in both seeds (242 against 236), by a gap equal
+# to the seed spread (3.55 against 3.56), so the rule calls it inconclusive.
+#
+# Caveats: 0.86M tokens at 10 tokens per parameter, two seeds for four of the six rows, and a
+# 24-wide model where a norm's per-channel details weigh more than at width 768.
