@@ -146,6 +146,17 @@ def load_layers(folder: str | Path) -> LayerAnalysis:
     return _rebuild(LayerAnalysis, record)
 
 
+def load_analyses(folder: str | Path, variants: typing.Iterable[str]) -> dict[tuple[str, int], LayerAnalysis]:
+    """{(variant, seed): LayerAnalysis} of the runs of `variants` stored in an analysis folder
+    (analyses/<profile>/<analysis>/); variants with no stored run are simply absent."""
+    wanted, found = set(variants), {}
+    for path in sorted(Path(folder).glob("*_s*/layers.json")):
+        variant, seed = path.parent.name.rsplit("_s", 1)
+        if variant in wanted and seed.isdigit():
+            found[variant, int(seed)] = load_layers(path.parent)
+    return found
+
+
 def load_zero_shot(folder: str | Path) -> list[dict[str, Any]]:
     return json.loads((Path(folder) / "zero_shot.json").read_text())
 

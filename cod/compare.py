@@ -102,6 +102,15 @@ def judge(a: pd.Series, b: pd.Series, lower_is_better: bool = True) -> tuple[str
     return "inconclusive", why
 
 
+def every_seed(flags: pd.Series) -> str:
+    """The verdict on a claim about one variant, per seed: reproduced when it holds in every
+    seed, not reproduced when in none, inconclusive otherwise (and with no seed)."""
+    flags = flags.dropna().astype(bool)
+    if flags.empty:
+        return "inconclusive"
+    return "reproduced" if flags.all() else "not reproduced" if not flags.any() else "inconclusive"
+
+
 def judge_best(values: dict[str, pd.Series], best: str, lower_is_better: bool = True) -> tuple[str, str]:
     """The verdict on "`best` beats every other entry of `values`": reproduced when it beats each
     by the rule, not reproduced when any beats it by the rule, inconclusive otherwise."""

@@ -69,6 +69,7 @@ figures_dir = figures_dir or f"figures/{profile}/a10_layer_effectiveness_lns"
 
 # %%
 import json
+from functools import partial
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -77,11 +78,13 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from cod import plots
-from cod.analysis import load_layers
-from cod.compare import failure_line, judge, mark_failed
+from cod.analysis import load_analyses
+from cod.compare import every_seed, failure_line, judge, mark_failed
+from cod.metrics.angular import adjacent_distances
 from cod.results import load_final, save_claims, spread
 
 VARIANTS = {"Pre-LN": "pre_ln", "LNS": "lns"}
+LABELS = {variant: label for label, variant in VARIANTS.items()}
 COLORS = {"Pre-LN": "C0", "LNS": "C2"}
 
 
@@ -89,21 +92,10 @@ def size_label(name: str) -> str:
     return name.split("_", 1)[1].upper()  # a_130m -> 130M
 
 
-def load_analysis(folder: Path) -> dict:
-    """{(label, seed): LayerAnalysis} for the runs of VARIANTS analysed in `folder`."""
-    runs = {}
-    for path in sorted(folder.glob("*_s*/layers.json")):
-        variant, seed = path.parent.name.rsplit("_s", 1)
-        label = next((k for k, v in VARIANTS.items() if v == variant), None)
-        if label is not None and seed.isdigit():
-            runs[label, int(seed)] = load_layers(path.parent)
-    return runs
-
-
 layers, settings, sizes = {}, {}, []
 for name in analyses:
     folder = Path(analyses_root) / profile / name
-    found = load_analysis(folder) if folder.exists() else {}
+    found = {(LABELS[v], s): a for (v, s), a in load_analyses(folder, VARIANTS.values()).items()}
     missing = [label for label in VARIANTS if not any(k[0] == label for k in found)]
     if missing:
         print(f"{size_label(name)}: no layer analysis of {', '.join(missing)} in {folder} yet; size left out")
@@ -138,7 +130,7 @@ for name in sizes:
     for (label, seed), a in layers[name].items():
         n = len(a.variance)
         index = np.arange(1, n + 1)
-        adjacent = np.diag(a.angular, 1)  # d(x^l, x^{l+1}): block l's input against its output
+        adjacent = adjacent_distances(a.angular)  # d(x^l, x^{l+1}): block l's input against its output
         drop = a.removal.loss_increase
         deep = index > n // 2
         rows.append({"size": name, "norm": label, "variant": VARIANTS[label], "seed": seed, "layers": n,
@@ -209,51 +201,47 @@ def per_seed(name: str, label: str, column: str) -> pd.Series:
     return table[(table["size"] == name) & (table["norm"] == label)].set_index("seed")[column].sort_index()
 
 
-def every_seed(flags: pd.Series) -> str:
-    """The verdict of a claim on one norm: holds in every seed, in none, or in some."""
-    return "reproduced" if flags.all() else "not reproduced" if not flags.any() else "inconclusive"
-
-
 def values(series: pd.Series, digits: int = 3) -> str:
     return ", ".join(f"{v:.{digits}g}" for v in series)
+
+
+def claim(size, key, text, paper_value, ours, verdict, seeds):
+    if size != "130M":
+        paper_value = f"no {size} figure in the paper; {paper_value}"
+    claims.append({"id": f"a10-{key}-{size.lower()}", "item": "Fig. 7 / section 5.5", "claim": f"{size}: {text}",
+                   "paper_value": paper_value, "ours": ours, "verdict": verdict,
+                   "seeds": sorted(int(s) for s in seeds)})
 
 
 claims = []
 for name in sizes:
     size = size_label(name)
-    pre, lns = (lambda c: per_seed(name, "Pre-LN", c)), (lambda c: per_seed(name, "LNS", c))
-
-    def claim(key, text, paper_value, ours, verdict, seeds):
-        if size != "130M":
-            paper_value = f"no {size} figure in the paper; {paper_value}"
-        claims.append({"id": f"a10-{key}-{size.lower()}", "item": "Fig. 7 / section 5.5", "claim": f"{size}: {text}",
-                       "paper_value": paper_value, "ours": ours, "verdict": verdict,
-                       "seeds": sorted(int(s) for s in seeds)})
-
+    pre, lns = partial(per_seed, name, "Pre-LN"), partial(per_seed, name, "LNS")
     verdict, why = judge(lns("drop_cv"), pre("drop_cv"))
-    claim("drop-uniform", "the pruning drop is more uniformly distributed across layers under LNS than under Pre-LN",
+    claim(size, "drop-uniform",
+          "the pruning drop is more uniformly distributed across layers under LNS than under Pre-LN",
           "Fig. 7 left (130M): LNS's drop more uniform across layers",
           f"coefficient of variation of the loss increase across layers: LNS {spread(lns('drop_cv'))}, "
           f"Pre-LN {spread(pre('drop_cv'))}; {why}", verdict, pre("drop_cv").index)
     verdict, why = judge(lns("drop_deep"), pre("drop_deep"), lower_is_better=False)
-    claim("drop-deep", "removing a deep-half layer costs more under LNS than under Pre-LN",
+    claim(size, "drop-deep", "removing a deep-half layer costs more under LNS than under Pre-LN",
           "Fig. 7 left (130M): pruning LNS's deep layers causes a larger drop",
           f"mean loss increase (nats) over the deep half: LNS {spread(lns('drop_deep'))}, "
           f"Pre-LN {spread(pre('drop_deep'))}; {why}", verdict, pre("drop_deep").index)
     verdict, why = judge(lns("adjacent_deep"), pre("adjacent_deep"), lower_is_better=False)
-    claim("adjacent-distance-deep", "deep-half layers are more distinct from their neighbour (higher adjacent "
+    claim(size, "adjacent-distance-deep", "deep-half layers are more distinct from their neighbour (higher adjacent "
           "angular distance) under LNS than under Pre-LN",
           "Fig. 7 right (130M): LNS mostly > 0.6; Pre-LN significantly lower",
           f"mean d(x^l, x^(l+1)) over the deep half: LNS {spread(lns('adjacent_deep'))}, "
           f"Pre-LN {spread(pre('adjacent_deep'))}; {why}", verdict, pre("adjacent_deep").index)
     slope = pre("adjacent_slope")
-    claim("preln-distance-falls", "under Pre-LN the adjacent angular distance falls with depth",
+    claim(size, "preln-distance-falls", "under Pre-LN the adjacent angular distance falls with depth",
           "Fig. 7 right (130M): Pre-LN's progressively decreases with depth",
           f"slope of d(x^l, x^(l+1)) against l per seed: {values(slope)} (negative in {int((slope < 0).sum())} of "
           f"{len(slope)}); without block 1: {values(pre('adjacent_slope_after_first'))}",
           every_seed(slope < 0), slope.index)
     share = lns("share_above")
-    claim("lns-above-threshold", f"most LNS layers have adjacent angular distance above {threshold}",
+    claim(size, "lns-above-threshold", f"most LNS layers have adjacent angular distance above {threshold}",
           f"Fig. 7 right (130M): most LNS layers exceed {threshold}",
           f"share of LNS layers above {threshold} per seed: {values(share, 2)} (Pre-LN: "
           f"{values(pre('share_above'), 2)}); largest LNS adjacent distance "
@@ -303,7 +291,8 @@ display(Markdown("\n\n".join(lines)))
 #
 # A reading that fits but was not tested here: LNS multiplies what block l's branches see by
 # 1/sqrt(l), so a deep block's update starts several times smaller than under Pre-LN (more
-# for the SwiGLU, nearly quadratic in a small input), and 0.86M tokens may be too few for its
+# for the SwiGLU, nearly quadratic in a small input, and its attention logits, where queries
+# and keys both shrink, by 1/l: deep heads start near uniform), and 0.86M tokens may be too few for its
 # weights to make up for it; the paper's model saw 2.2B. Whether the paper's pattern appears
 # with more tokens is a question for the `paper` profile, not something to tune here. The drop
 # is a held-out loss rise, not task accuracy, which sits at chance at this scale.

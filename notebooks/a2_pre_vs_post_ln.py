@@ -64,6 +64,7 @@ figures_dir = figures_dir or f"figures/{profile}/a2_pre_vs_post_ln"
 
 # %%
 import json
+from functools import partial
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -72,12 +73,13 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from cod import plots
-from cod.analysis import load_layers
+from cod.analysis import load_analyses
 from cod.compare import failure_line, judge, mark_failed
-from cod.metrics.angular import by_offset
+from cod.metrics.angular import adjacent_distances, by_offset, column_scaled
 from cod.results import load_final, save_claims, spread
 
 VARIANTS = {"Post-LN": "post_ln", "Pre-LN": "pre_ln"}  # the paper's panel order: (a, c) Post-LN, (b, d) Pre-LN
+LABELS = {variant: label for label, variant in VARIANTS.items()}
 COLORS = {"Post-LN": "C3", "Pre-LN": "C0"}
 
 
@@ -85,21 +87,10 @@ def size_label(name: str) -> str:
     return name.split("_", 1)[1].upper()  # a_130m -> 130M
 
 
-def load_analysis(folder: Path) -> dict:
-    """{(label, seed): LayerAnalysis} for the runs of VARIANTS analysed in `folder`."""
-    runs = {}
-    for path in sorted(folder.glob("*_s*/layers.json")):
-        variant, seed = path.parent.name.rsplit("_s", 1)
-        label = next((k for k, v in VARIANTS.items() if v == variant), None)
-        if label is not None and seed.isdigit():
-            runs[label, int(seed)] = load_layers(path.parent)
-    return runs
-
-
 layers, settings, sizes = {}, {}, []
 for name in analyses:
     folder = Path(analyses_root) / profile / name
-    found = load_analysis(folder) if folder.exists() else {}
+    found = {(LABELS[v], s): a for (v, s), a in load_analyses(folder, VARIANTS.values()).items()}
     missing = [label for label in VARIANTS if not any(k[0] == label for k in found)]
     if missing:
         print(f"{size_label(name)}: no layer analysis of {', '.join(missing)} in {folder} yet; size left out")
@@ -133,14 +124,15 @@ rows, per_layer = [], []
 for name in sizes:
     for (label, seed), a in layers[name].items():
         n = len(a.variance)
-        adjacent = np.diag(a.angular, 1)  # d(h_{l-1}, h_l): block l's input against its output
+        adjacent = adjacent_distances(a.angular)  # d(h_{l-1}, h_l): block l's input against its output
         drop = a.removal.loss_increase
         deep = np.arange(1, n + 1) > n // 2
         rows.append({"size": name, "norm": label, "variant": VARIANTS[label], "seed": seed, "layers": n,
                      "base_loss": a.removal.base_loss,
                      "adjacent_deep": adjacent[deep].mean(), "adjacent_shallow": adjacent[~deep].mean(),
                      "drop_deep": drop[deep].mean(), "drop_shallow": drop[~deep].mean(),
-                     "drop_deep_before_last": drop[n // 2:-1].mean(), "drop_shallow_after_first": drop[1:n // 2].mean()})
+                     "drop_deep_before_last": drop[n // 2:-1].mean(),
+                     "drop_shallow_after_first": drop[1:n // 2].mean()})
         per_layer += [{"size": name, "norm": label, "seed": seed, "layer": l + 1, "adjacent_distance": adjacent[l],
                        "loss_increase": drop[l]} for l in range(n)]
 table = pd.DataFrame(rows)
@@ -161,13 +153,6 @@ display(table.round(4))
 # both norms, which the column scaling hides. Distances averaged over seeds.
 
 # %%
-def column_scaled(grid: np.ndarray) -> np.ndarray:
-    """Each column of a by_offset grid scaled to [0, 1] over its defined entries; NaN where it has one."""
-    low, high = np.nanmin(grid, axis=0), np.nanmax(grid, axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(high > low, (grid - low) / (high - low), np.nan)
-
-
 for name in sizes:
     grids = {label: by_offset(np.mean([a.angular for (lab, _), a in layers[name].items() if lab == label], axis=0))
              for label in VARIANTS}
@@ -233,39 +218,40 @@ def per_seed(name: str, label: str, column: str) -> pd.Series:
     return table[(table["size"] == name) & (table["norm"] == label)].set_index("seed")[column].sort_index()
 
 
+def claim(size, key, text, paper_value, ours, verdict_why, seeds):
+    verdict, why = verdict_why
+    if size != "130M":
+        paper_value = f"no {size} figure in the paper; {paper_value}"
+    claims.append({"id": f"a2-{key}-{size.lower()}", "item": "Fig. 3 / section 2.2", "claim": f"{size}: {text}",
+                   "paper_value": paper_value, "ours": f"{ours}; {why}", "verdict": verdict,
+                   "seeds": sorted(int(s) for s in seeds)})
+
+
 claims = []
 for name in sizes:
     size = size_label(name)
-    pre, post = (lambda c: per_seed(name, "Pre-LN", c)), (lambda c: per_seed(name, "Post-LN", c))
-
-    def claim(key, text, paper_value, ours, verdict_why, seeds):
-        verdict, why = verdict_why
-        if size != "130M":
-            paper_value = f"no {size} figure in the paper; {paper_value}"
-        claims.append({"id": f"a2-{key}-{size.lower()}", "item": "Fig. 3 / section 2.2", "claim": f"{size}: {text}",
-                       "paper_value": paper_value, "ours": f"{ours}; {why}", "verdict": verdict,
-                       "seeds": sorted(int(s) for s in seeds)})
-
-    claim("adjacent-distance-deep",
+    pre, post = partial(per_seed, name, "Pre-LN"), partial(per_seed, name, "Post-LN")
+    claim(size, "adjacent-distance-deep",
           "deep-half layers are more similar to their neighbour (lower adjacent angular distance) under Pre-LN "
           "than under Post-LN",
           "Fig. 3 a-b (130M): Pre-LN's distance falls with depth to highly similar deep layers; Post-LN's deep "
           "layers distinct", f"mean d(x^l, x^(l+1)) over the deep half: Pre-LN {spread(pre('adjacent_deep'))}, "
                              f"Post-LN {spread(post('adjacent_deep'))}",
           judge(pre("adjacent_deep"), post("adjacent_deep")), pre("adjacent_deep").index)
-    claim("removal-deep",
+    claim(size, "removal-deep",
           "removing a deep-half layer costs less under Pre-LN than under Post-LN",
           "Fig. 3 c-d (130M, ARC-e drop): negligible for Pre-LN layers after the first; Post-LN's deep layers critical",
           f"mean loss increase (nats) over the deep half: Pre-LN {spread(pre('drop_deep'))}, "
           f"Post-LN {spread(post('drop_deep'))} (without block L: Pre-LN {spread(pre('drop_deep_before_last'))}, "
-          f"Post-LN {spread(post('drop_deep_before_last'))})", judge(pre("drop_deep"), post("drop_deep")), pre("drop_deep").index)
-    claim("preln-deep-cheaper",
+          f"Post-LN {spread(post('drop_deep_before_last'))})",
+          judge(pre("drop_deep"), post("drop_deep")), pre("drop_deep").index)
+    claim(size, "preln-deep-cheaper",
           "under Pre-LN, removing a deep-half layer costs less than removing a shallow-half layer",
           "Fig. 3d (130M): removing most layers after the first costs negligibly (and Fig. 2 for open-weight Pre-LN)",
           f"Pre-LN mean loss increase (nats): deep half {spread(pre('drop_deep'))}, shallow half "
           f"{spread(pre('drop_shallow'))} (shallow half without block 1: {spread(pre('drop_shallow_after_first'))})",
           judge(pre("drop_deep"), pre("drop_shallow")), pre("drop_deep").index)
-    claim("postln-deep-costlier",
+    claim(size, "postln-deep-costlier",
           "under Post-LN, removing a deep-half layer costs more than removing a shallow-half layer",
           "Fig. 3c (130M): removing early Post-LN layers costs little, deep layers are critical",
           f"Post-LN mean loss increase (nats): deep half {spread(post('drop_deep'))}, shallow half "

@@ -43,3 +43,16 @@ def by_offset(distances: np.ndarray) -> np.ndarray:
         for start in range(n + 1 - offset):
             out[offset - 1, start] = distances[start, start + offset]
     return out
+
+
+def adjacent_distances(distances: np.ndarray) -> np.ndarray:
+    """(L,) d(h_{l-1}, h_l) for l = 1 .. L: how far block l turns its input (paper A Fig. 7 right)."""
+    return np.diag(distances, 1)
+
+
+def column_scaled(grid: np.ndarray) -> np.ndarray:
+    """A `by_offset` grid with each column (start layer) min-max scaled to [0, 1] over its
+    offsets, as paper A Fig. 3 draws it; NaN where a column has fewer than two values."""
+    low, high = np.nanmin(grid, axis=0), np.nanmax(grid, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(high > low, (grid - low) / (high - low), np.nan)
