@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cod.compare import cell, judge, judge_best, mark_failed, unigram_perplexity
+from cod.compare import cell, every_seed, judge, judge_best, mark_failed, unigram_perplexity
 
 
 def seeds(*values) -> pd.Series:
@@ -62,3 +62,10 @@ def test_unigram_perplexity_of_a_known_distribution(tmp_path):
     expected = math.exp(-(math.log(4 / 6) + math.log(2 / 6)) / 2)
     assert unigram_perplexity(tmp_path) == pytest.approx(expected)
     assert unigram_perplexity(tmp_path, eval_tokens=1) == pytest.approx(6 / 4)
+
+
+def test_every_seed_verdicts():
+    assert every_seed(pd.Series([True, True, True])) == "reproduced"
+    assert every_seed(pd.Series([False, False])) == "not reproduced"
+    assert every_seed(pd.Series([True, False])) == "inconclusive"
+    assert every_seed(pd.Series([], dtype=bool)) == "inconclusive"

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from cod.config import ModelConfig
-from cod.metrics.angular import angular_distance, angular_distances, by_offset
+from cod.metrics.angular import adjacent_distances, angular_distance, angular_distances, by_offset, column_scaled
 from cod.metrics.attention import attention_entropy, attention_sparsity, attention_stats
 from cod.metrics.causal import causal_scores
 from cod.metrics.effectiveness import analyse_layers
@@ -160,6 +160,15 @@ def test_angular_matrix_layout():
     offsets = by_offset(dist)
     assert offsets[0, 2] == dist[2, 3] and offsets[LAYERS - 1, 0] == dist[0, LAYERS]
     assert np.isnan(offsets[LAYERS - 1, 1])
+    np.testing.assert_array_equal(adjacent_distances(dist), [dist[l, l + 1] for l in range(LAYERS)])
+
+
+def test_column_scaling_of_the_offset_grid():
+    grid = np.array([[0.2, 0.5, 0.3], [0.4, 0.1, np.nan], [0.6, np.nan, np.nan]])
+    scaled = column_scaled(grid)
+    np.testing.assert_allclose(scaled[:, 0], [0.0, 0.5, 1.0])
+    np.testing.assert_allclose(scaled[:2, 1], [1.0, 0.0])
+    assert np.isnan(scaled[:, 2]).all()  # one value: nothing to scale
 
 
 def causal_mask_uniform(seq: int) -> torch.Tensor:
