@@ -157,6 +157,26 @@ def load_analyses(folder: str | Path, variants: typing.Iterable[str]) -> dict[tu
     return found
 
 
+def load_complete(root: str | Path, names: typing.Iterable[str],
+                  variants: typing.Sequence[str]) -> dict[str, dict[tuple[str, int], LayerAnalysis]]:
+    """{name: load_analyses(root/name, variants)} for the analyses among `names` that hold runs
+    of every one of `variants`; the others are left out, with a printed line saying why."""
+    complete = {}
+    for name in names:
+        found = load_analyses(Path(root) / name, variants) if (Path(root) / name).exists() else {}
+        missing = [v for v in variants if not any(key[0] == v for key in found)]
+        if missing:
+            print(f"{name}: no stored analysis of {', '.join(missing)} in {Path(root) / name}; left out")
+        else:
+            complete[name] = found
+    return complete
+
+
+def stored_settings(folder: str | Path) -> dict[str, Any]:
+    """The settings an analysis folder was measured with (its settings.json)."""
+    return json.loads((Path(folder) / "settings.json").read_text())
+
+
 def load_zero_shot(folder: str | Path) -> list[dict[str, Any]]:
     return json.loads((Path(folder) / "zero_shot.json").read_text())
 

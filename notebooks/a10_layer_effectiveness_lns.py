@@ -68,7 +68,6 @@ threshold = 0.6  # the paper's "most layers exceed 0.6" (section 5.5)
 figures_dir = figures_dir or f"figures/{profile}/a10_layer_effectiveness_lns"
 
 # %%
-import json
 from functools import partial
 from pathlib import Path
 
@@ -78,10 +77,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from cod import plots
-from cod.analysis import load_analyses
-from cod.compare import every_seed, failure_line, judge, mark_failed
+from cod.analysis import load_complete, stored_settings
+from cod.compare import every_seed, failure_line, judge, load_sweep
 from cod.metrics.angular import adjacent_distances
-from cod.results import load_final, save_claims, spread
+from cod.results import save_claims, spread
 
 VARIANTS = {"Pre-LN": "pre_ln", "LNS": "lns"}
 LABELS = {variant: label for label, variant in VARIANTS.items()}
@@ -92,20 +91,16 @@ def size_label(name: str) -> str:
     return name.split("_", 1)[1].upper()  # a_130m -> 130M
 
 
-layers, settings, sizes = {}, {}, []
-for name in analyses:
-    folder = Path(analyses_root) / profile / name
-    found = {(LABELS[v], s): a for (v, s), a in load_analyses(folder, VARIANTS.values()).items()}
-    missing = [label for label in VARIANTS if not any(k[0] == label for k in found)]
-    if missing:
-        print(f"{size_label(name)}: no layer analysis of {', '.join(missing)} in {folder} yet; size left out")
-        continue
-    sizes.append(name)
-    layers[name] = found
-    settings[name] = json.loads((folder / "settings.json").read_text())
-    print(f"{size_label(name)}: {len(found)} runs; settings (params.yaml analyses.{name}): {settings[name]}")
-if not sizes:
-    raise FileNotFoundError(f"none of {analyses} has a layer analysis under {analyses_root}/{profile}")
+root = Path(analyses_root) / profile
+layers = {name: {(LABELS[variant], seed): a for (variant, seed), a in runs.items()}
+          for name, runs in load_complete(root, analyses, list(VARIANTS.values())).items()}
+if not layers:
+    raise FileNotFoundError(f"none of {analyses} has a layer analysis under {root}")
+sizes = list(layers)
+experiments = {name: stored_settings(root / name)["experiment"] for name in sizes}
+for name in sizes:
+    print(f"{size_label(name)}: {len(layers[name])} runs; settings (params.yaml analyses.{name}): "
+          f"{stored_settings(root / name)}")
 
 # %% [markdown]
 # ## The runs and their per-run statistics
@@ -115,15 +110,7 @@ if not sizes:
 
 # %%
 runs_dir = Path(runs_root) / profile
-finals = []
-for name in sizes:
-    experiment = settings[name]["experiment"]
-    try:
-        final = mark_failed(load_final(experiment, runs_dir), failure_line(runs_dir, experiment))
-    except FileNotFoundError as missing:
-        print(f"{size_label(name)}: {missing}")
-        continue
-    finals.append(final.assign(size=name)[["size", "variant", "seed", "val_ppl", "failed"]])
+finals = load_sweep(experiments, runs_dir, failure_line(runs_dir, experiments[sizes[0]]))
 
 rows, per_layer = [], []
 for name in sizes:
@@ -144,8 +131,8 @@ for name in sizes:
         per_layer += [{"size": name, "norm": label, "seed": seed, "layer": l + 1, "adjacent_distance": adjacent[l],
                        "loss_increase": drop[l]} for l in range(n)]
 table = pd.DataFrame(rows)
-if finals:
-    table = table.merge(pd.concat(finals, ignore_index=True), on=["size", "variant", "seed"], how="left")
+table = table.merge(finals[["size", "variant", "seed", "val_ppl", "failed"]], on=["size", "variant", "seed"],
+                    how="left")
 table = table.sort_values(["size", "norm", "seed"]).reset_index(drop=True)
 per_layer = pd.DataFrame(per_layer)
 Path(figures_dir).mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ import torch
 
 from conftest import tiny_run
 from cod import experiments
-from cod.analysis import analysed_runs, analysis_settings, load_analyses, load_layers, save_layers
+from cod.analysis import analysed_runs, analysis_settings, load_analyses, load_complete, load_layers, save_layers
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.experiments import Run, all_runs, load_params, resolve_runs
 from cod.plan import plan, tokens_per_parameter
@@ -129,6 +129,10 @@ def test_stored_layer_analysis_reads_back_as_the_same_objects(tmp_path):
     save_layers(result, tmp_path / "run_s3")
     found = load_analyses(tmp_path, ["run", "absent"])
     assert list(found) == [("run", 3)] and found["run", 3].causal.global_score == result.causal.global_score
+    (tmp_path / "size").mkdir()
+    save_layers(result, tmp_path / "size" / "run_s0")
+    assert list(load_complete(tmp_path, ["size", "missing"], ["run"])) == ["size"]
+    assert load_complete(tmp_path, ["size"], ["run", "absent"]) == {}  # a variant missing: left out
 
 
 def test_an_unknown_override_in_a_run_still_names_the_setting():
