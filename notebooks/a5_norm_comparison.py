@@ -27,9 +27,11 @@
 # **What is shrunk here.** The `default` profile's size ladder (`a0_miniature`) keeps the
 # paper's depths (12 / 24 / 24) and width ratios (768 : 768 : 1024 as 24 : 24 : 32) for 130M,
 # 250M and 350M, at 10 tokens per non-embedding parameter each (0.86M, 1.72M, 3.07M tokens;
-# the paper: 17, 23 and 20); 1B is not trained (its width ratio 2048 would need width 64 and
-# 7M tokens: about 2 core-hours a run). Recipe as the paper's (peak lr 1e-3, 10% warmup, cosine
-# to 10%, no weight decay), sequences of 64 tokens instead of 256. Runs: the `a_130m`, `a_250m`
+# the paper: 17, 23 and 20); 1B is not trained (its width ratio, 2048, would need width 64:
+# 1.2M non-embedding parameters, 12M tokens a run at 10 per parameter, four times a 350M run's
+# parameters and tokens). Heads are 4 and the SwiGLU width 8/3 of the hidden size at every
+# size (the paper: 12-16 heads, and 3.3x at 250M). Recipe as the paper's (peak lr 1e-3, 10%
+# warmup, cosine to 10%, no weight decay), sequences of 64 tokens instead of 256. Runs: the `a_130m`, `a_250m`
 # and `a_350m` experiments, three seeds per norm and size, shared with Tables 6, 7, 8 and Fig. 4.
 #
 # **The verdict rule, fixed before the numbers** (`cod/compare.py`): "A beats B" is
