@@ -88,13 +88,16 @@ def judge(a: pd.Series, b: pd.Series, lower_is_better: bool = True) -> tuple[str
         return "inconclusive", f"{len(a)} paired seed(s)"
     wins = (a < b) if lower_is_better else (a > b)
     losses = (a > b) if lower_is_better else (a < b)
-    if np.isfinite(a).all() and np.isfinite(b).all():
+    finite = bool(np.isfinite(a).all() and np.isfinite(b).all())
+    why = (f"{_mean(a)} vs {_mean(b)}: the first {'lower' if lower_is_better else 'higher'} in "
+           f"{int(wins.sum())}/{len(a)} seeds")
+    if finite:
         gap, spread = abs(a.mean() - b.mean()), max(a.std(), b.std())
         clear = gap > spread
-        why = f"better in {int(wins.sum())}/{len(a)} seeds; gap of means {gap:.3g} vs largest seed std {spread:.3g}"
+        why += f"; gap of means {gap:.3g} vs largest seed std {spread:.3g}"
     else:  # a failed run on one side decides its seed; the gap is infinite
         clear = True
-        why = f"better in {int(wins.sum())}/{len(a)} seeds (failed runs count as infinite)"
+        why += " (failed runs count as infinite)"
     if wins.all() and clear:
         return "reproduced", why
     if losses.all() and clear:
@@ -109,6 +112,13 @@ def every_seed(flags: pd.Series) -> str:
     if flags.empty:
         return "inconclusive"
     return "reproduced" if flags.all() else "not reproduced" if not flags.any() else "inconclusive"
+
+
+def _mean(values: pd.Series) -> str:
+    finite = values[np.isfinite(values)]
+    failed = len(values) - len(finite)
+    text = f"{finite.mean():.4g}" if len(finite) else "failed"
+    return text + (f" ({failed} failed)" if failed and len(finite) else "")
 
 
 def judge_best(values: dict[str, pd.Series], best: str, lower_is_better: bool = True) -> tuple[str, str]:
