@@ -192,17 +192,18 @@ display(pd.DataFrame(claims)[["id", "paper_value", "ours", "verdict"]])
 #
 # **Not reproduced: LNS is not the best norm at 130M or 250M.** At 130M it ties with Pre-LN
 # (238 ± 2 against 236 ± 4, inconclusive), and at 250M it is worse than Pre-LN in every seed
-# (128.2 against 125.6, by four times the seed spread). Post-LN, DeepNorm and Mix-LN beat Pre-LN
+# (127.6 against 125.8, by about twice the seed spread). Post-LN, DeepNorm and Mix-LN beat Pre-LN
 # clearly at both sizes (about 223 against 236 at 130M, and 120-123 against 126 at 250M).
 #
 # **Not reproduced: no norm fails.** Every Post-LN, DeepNorm and Mix-LN run trains at 24 layers,
 # where the paper's Post-LN diverges from 250M and DeepNorm and Mix-LN from 350M. At 420-1,500
 # steps with 10% warmup, gradient clipping at 1 and width 24-32, nothing drives these models to
 # the instability the paper's 130M-1B runs meet; whether the 350M column changes that is in its
-# table above.
+# table above (at the time of writing, 350M held Pre-LN and LNS at one seed each: 73.5 and
+# 71.0, too few to judge).
 #
 # **Fig. 6's early phase.** LNS is slightly behind Pre-LN early in training (10-30% of tokens):
-# reproduced at 250M (6.135 against 6.118), inside the seed spread at 130M. Unlike the paper's
+# reproduced at 250M (6.133 against 6.121), inside the seed spread at 130M. Unlike the paper's
 # curves, LNS never overtakes Pre-LN here.
 #
 # The layer analyses of `a10_layer_effectiveness_lns` show what LNS does at this scale: its deep
