@@ -4,13 +4,14 @@
 # and, on a fresh clone (no weights), without training:
 #   make notebooks  re-execute every notebook from the committed runs and analyses
 #   make plan       every run of the profile: done, weights missing, to train, and the estimated cost
+#   make test-floor the Hugging Face tests against the oldest transformers pyproject.toml allows
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install repro test benchmark notebooks plan
+.PHONY: install repro test test-floor benchmark notebooks plan
 
 install: $(VENV)/.installed
 
@@ -18,7 +19,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements-offline.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,hf]"
+	$(BIN)/pip install --quiet -e ".[dev,hf,pipeline]"
 	$(BIN)/pip install --quiet --no-deps -r requirements-offline.txt
 	touch $@
 
@@ -37,6 +38,15 @@ plan: install
 
 test: install
 	$(BIN)/python -m pytest -q
+
+# the tests that touch Hugging Face, against the oldest transformers pyproject.toml allows
+FLOOR := $(shell sed -n 's/.*"transformers>=\([0-9.]*\)".*/\1/p' pyproject.toml)
+test-floor: install
+	rm -rf .cache/floor
+	$(BIN)/pip install --quiet --target .cache/floor "transformers==$(FLOOR)"
+	rm -rf .cache/floor/numpy .cache/floor/numpy-* .cache/floor/numpy.libs  # keep the environment's numpy
+	PYTHONPATH=.cache/floor $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/test_interop.py tests/test_adapters.py tests/test_eval.py tests/test_model.py
 
 benchmark: install
 	$(BIN)/python -m cod.benchmark

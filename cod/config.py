@@ -95,11 +95,38 @@ class Precision(StrEnum):
     BF16 = "bf16"  # autocast; only worth it on GPUs (about 1 GFLOP/s on this CPU)
 
 
+class RopeScaling(StrEnum):
+    """How the rotary frequencies are rescaled for contexts longer than pre-training's."""
+
+    NONE = "none"  # plain RoPE
+    LLAMA3 = "llama3"  # Llama 3.1: slow frequencies divided by rope_factor, fast ones kept, a blend between
+
+
+class _Section:
+    """Base of the config sections: every field is converted to its type when the section is
+    built (a string choice becomes its enum), so a bad value fails at once, whatever the entry
+    point (the CLI, params.yaml, papermill or `ModelConfig(norm=...)` in Python)."""
+
+    section = ""  # the section's name in dotted settings ("model" for model.norm)
+
+    def __post_init__(self) -> None:
+        self.convert_fields()
+
+    def convert_fields(self) -> None:
+        """Convert every field to its declared type; ConfigError names a value that is not allowed."""
+        for f in dataclasses.fields(self):
+            if not dataclasses.is_dataclass(getattr(self, f.name)):
+                path = f"{self.section}.{f.name}" if self.section else f.name
+                setattr(self, f.name, _coerce(self, f.name, path, getattr(self, f.name)))
+
+
 @dataclass
-class ModelConfig:
+class ModelConfig(_Section):
     """Shape and architecture of a LLaMA-style decoder."""
 
-    vocab_size: int = 4096  # size of the token vocabulary
+    section = "model"
+
+    vocab_size: int = 2048  # size of the token vocabulary (the BPE the default profile prepares)
     d_model: int = 64  # width of the residual stream
     n_layers: int = 12  # number of transformer blocks L
     n_heads: int = 4  # query heads
@@ -118,6 +145,12 @@ class ModelConfig:
     layerscale_init: float = 1e-4  # initial LayerScale value
     ffn: FFN = FFN.SWIGLU  # feed-forward block
     tie_embeddings: bool = False  # share the input embedding with the output layer (paper B's models)
+    qkv_bias: bool = False  # learnable biases on the query, key and value projections (Qwen2)
+    rope_scaling: RopeScaling = RopeScaling.NONE  # rescaling of the rotary frequencies
+    rope_factor: float = 8.0  # llama3: how much the slowest frequencies are slowed down
+    rope_low_freq_factor: float = 1.0  # llama3: frequencies under this many turns in the original context are slowed
+    rope_high_freq_factor: float = 4.0  # llama3: frequencies over this many turns in the original context are kept
+    rope_original_max_seq_len: int = 8192  # llama3: pre-training context length, over which those turns are counted
 
     @property
     def kv_heads(self) -> int:
@@ -134,6 +167,7 @@ class ModelConfig:
         return self.d_model // self.n_heads
 
     def validate(self) -> None:
+        self.convert_fields()  # also catches values assigned after construction
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_seq_len"):
             _positive(f"model.{name}", getattr(self, name))
         if self.d_model % self.n_heads:
@@ -158,11 +192,21 @@ class ModelConfig:
             )
         if not 0.0 <= self.mix_ln_fraction <= 1.0:
             raise ConfigError(f"model.mix_ln_fraction={self.mix_ln_fraction} must lie in [0, 1]")
+        if self.rope_scaling == RopeScaling.LLAMA3:
+            for name in ("rope_factor", "rope_low_freq_factor", "rope_original_max_seq_len"):
+                _positive(f"model.{name}", getattr(self, name))
+            if self.rope_high_freq_factor <= self.rope_low_freq_factor:
+                raise ConfigError(
+                    f"model.rope_high_freq_factor={self.rope_high_freq_factor} must exceed "
+                    f"model.rope_low_freq_factor={self.rope_low_freq_factor}"
+                )
 
 
 @dataclass
-class OptimConfig:
+class OptimConfig(_Section):
     """AdamW with linear warmup and cosine decay."""
+
+    section = "optim"
 
     lr: float = 1e-3  # peak learning rate
     min_lr_ratio: float = 0.1  # final learning rate as a fraction of the peak
@@ -175,6 +219,7 @@ class OptimConfig:
     grad_clip: float = 1.0  # max global gradient norm; 0 disables clipping
 
     def validate(self) -> None:
+        self.convert_fields()  # also catches values assigned after construction
         _positive("optim.lr", self.lr)
         for name in ("min_lr_ratio", "warmup_frac"):
             value = getattr(self, name)
@@ -185,12 +230,14 @@ class OptimConfig:
 
 
 @dataclass
-class DataConfig:
+class DataConfig(_Section):
     """Where training tokens come from and how they are batched."""
+
+    section = "data"
 
     source: DataSource = DataSource.OFFLINE_MIX  # text source
     tokenizer: Tokenizer = Tokenizer.BPE  # tokenizer family
-    vocab_size: int = 4096  # BPE vocabulary size (ignored for gpt_neox)
+    vocab_size: int = 2048  # BPE vocabulary size (ignored for gpt_neox)
     tokens_dir: str = "data/tokens"  # parent folder of prepared token arrays
     seq_len: int = 128  # tokens per training sequence
     batch_size: int = 32  # sequences per optimiser step, summed over all processes
@@ -203,6 +250,7 @@ class DataConfig:
         return f"{self.tokens_dir}/{name}{suffix}"
 
     def validate(self) -> None:
+        self.convert_fields()  # also catches values assigned after construction
         _positive("data.seq_len", self.seq_len)
         _positive("data.batch_size", self.batch_size)
         if self.tokenizer == Tokenizer.BPE and self.vocab_size < 260:
@@ -210,8 +258,10 @@ class DataConfig:
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(_Section):
     """Length of training, logging, checkpointing and divergence detection."""
+
+    section = "train"
 
     steps: int = 200  # optimiser steps
     log_every: int = 10  # steps between progress lines and history rows
@@ -226,6 +276,7 @@ class TrainConfig:
     diverge_patience: int = 3  # consecutive bad logged losses before stopping
 
     def validate(self) -> None:
+        self.convert_fields()  # also catches values assigned after construction
         _positive("train.steps", self.steps)
         _positive("train.log_every", self.log_every)
         _positive("train.threads", self.threads)
@@ -235,7 +286,7 @@ class TrainConfig:
 
 
 @dataclass
-class RunConfig:
+class RunConfig(_Section):
     """Everything that determines one training run."""
 
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -245,6 +296,7 @@ class RunConfig:
     seed: int = 0  # seeds initialisation, data order and dropout-free sampling
 
     def validate(self) -> "RunConfig":
+        self.convert_fields()
         self.model.validate()
         self.optim.validate()
         self.data.validate()
@@ -313,7 +365,7 @@ def _field_value(obj: Any, name: str, path: str) -> Any:
 
 def _coerce(obj: Any, name: str, path: str, value: Any) -> Any:
     kind = {f.name: f.type for f in dataclasses.fields(obj)}[name]
-    enum = next((e for e in (Norm, LNSPosition, Init, BranchGain, FFN, DataSource, Tokenizer, Precision)
+    enum = next((e for e in (Norm, LNSPosition, Init, BranchGain, FFN, DataSource, Tokenizer, Precision, RopeScaling)
                  if e.__name__ in str(kind)), None)
     if enum is not None:
         try:

@@ -1,8 +1,9 @@
 """A LLaMA-style decoder whose norm placement, per-layer states and layer order are open.
 
-RMSNorm, SwiGLU, rotary position embeddings, causal scaled-dot-product attention with any
-number of key/value heads (MHA, GQA, MQA), untied embeddings by default, no biases. Parameter names
-follow Hugging Face's LLaMA (q_proj ... down_proj) so weights map one to one.
+RMSNorm, SwiGLU, rotary position embeddings (optionally with Llama 3.1's scaling), causal
+scaled-dot-product attention with any number of key/value heads (MHA, GQA, MQA), untied
+embeddings by default, no biases except optional q/k/v ones (Qwen2). Parameter names follow
+Hugging Face's LLaMA (q_proj ... down_proj) so weights map one to one.
 
 Named states. `model(idx, keep=["resid_post", "mlp_out"])` returns, in `out.states`:
     resid_pre.{i}   residual stream entering step i (resid_pre.0 = token embeddings)
@@ -22,6 +23,7 @@ wherever it runs.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -29,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cod.config import BranchGain, ConfigError, Init, LNSPosition, ModelConfig, Norm
+from cod.config import BranchGain, ConfigError, Init, LNSPosition, ModelConfig, Norm, RopeScaling
 
 STATE_KINDS = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post", "final_norm")
 
@@ -64,18 +66,31 @@ class RMSNorm(nn.Module):
 class Rotary(nn.Module):
     """cos/sin tables of rotary embeddings, in Hugging Face LLaMA's half-split convention."""
 
-    def __init__(self, head_dim: int, max_seq_len: int, theta: float):
+    def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.max_seq_len = max_seq_len
+        self.max_seq_len, head_dim = cfg.max_seq_len, cfg.head_dim
         dtype = torch.promote_types(torch.get_default_dtype(), torch.float32)  # float64 in fingerprint probes
-        inv_freq = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=dtype) / head_dim)
-        angles = torch.outer(torch.arange(max_seq_len, dtype=dtype), inv_freq)  # (T, hd/2)
+        inv_freq = 1.0 / cfg.rope_theta ** (torch.arange(0, head_dim, 2, dtype=dtype) / head_dim)  # (hd/2,)
+        if cfg.rope_scaling == RopeScaling.LLAMA3:
+            inv_freq = llama3_frequencies(inv_freq, cfg)
+        angles = torch.outer(torch.arange(cfg.max_seq_len, dtype=dtype), inv_freq)  # (T, hd/2)
         angles = torch.cat([angles, angles], dim=-1)  # (T, hd)
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
 
     def forward(self, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
         return self.cos[:seq_len], self.sin[:seq_len]
+
+
+def llama3_frequencies(inv_freq: torch.Tensor, cfg: ModelConfig) -> torch.Tensor:
+    """Llama 3.1's rescaled rotary frequencies (hd/2,). A frequency turning fewer than
+    `rope_low_freq_factor` times over the pre-training context is divided by `rope_factor`, one
+    turning more than `rope_high_freq_factor` times is kept, and in between the two are blended
+    linearly in the number of turns."""
+    turns = cfg.rope_original_max_seq_len * inv_freq / (2 * math.pi)  # (hd/2,)
+    low, high = cfg.rope_low_freq_factor, cfg.rope_high_freq_factor
+    kept = ((turns - low) / (high - low)).clamp(0.0, 1.0)  # share of the frequency kept unscaled
+    return (1 - kept) * inv_freq / cfg.rope_factor + kept * inv_freq
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -88,9 +103,9 @@ class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.kv_heads, cfg.head_dim
-        self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.head_dim, bias=False)
-        self.k_proj = nn.Linear(cfg.d_model, cfg.kv_heads * cfg.head_dim, bias=False)
-        self.v_proj = nn.Linear(cfg.d_model, cfg.kv_heads * cfg.head_dim, bias=False)
+        self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.head_dim, bias=cfg.qkv_bias)
+        self.k_proj = nn.Linear(cfg.d_model, cfg.kv_heads * cfg.head_dim, bias=cfg.qkv_bias)
+        self.v_proj = nn.Linear(cfg.d_model, cfg.kv_heads * cfg.head_dim, bias=cfg.qkv_bias)
         self.o_proj = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, bias=False)
 
     def qkv(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]):
@@ -231,7 +246,7 @@ class Transformer(nn.Module):
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
-        self.rotary = Rotary(cfg.head_dim, cfg.max_seq_len, cfg.rope_theta)
+        self.rotary = Rotary(cfg)
         self.reset_parameters()
 
     # ------------------------------------------------------------------ initialisation
@@ -246,6 +261,8 @@ class Transformer(nn.Module):
                     nn.init.normal_(linear.weight, std=_init_std(cfg, block.layer, name))
                     if cfg.norm == Norm.DEEPNORM and name.split(".")[-1] in _DEEPNORM_SCALED:
                         linear.weight.data.mul_((8 * cfg.n_layers) ** -0.25)
+                    if linear.bias is not None:
+                        nn.init.zeros_(linear.bias)
             for module in block.modules():
                 if isinstance(module, RMSNorm):
                     nn.init.ones_(module.weight)
@@ -311,7 +328,7 @@ class Transformer(nn.Module):
         rope = self.rotary(x.shape[1])
         order = range(len(self.blocks)) if order is None else order
         for step, entry in enumerate(order, start=first_step):
-            block = self.blocks[entry] if isinstance(entry, int) else entry
+            block = entry if isinstance(entry, nn.Module) else self.blocks[operator.index(entry)]
             if "resid_pre" in keep:
                 states[f"resid_pre.{step}"] = x
             if isinstance(block, Block):

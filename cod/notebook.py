@@ -7,8 +7,12 @@
 Sources are jupytext percent files (`notebooks/NAME.py`, diff-friendly). The parameters
 are `profile` plus `notebooks.NAME` from params.yaml, then `-p` overrides; every name must
 exist in the notebook's cell tagged `parameters`, or the run stops before executing
-anything. The executed notebook and an HTML rendering go to `notebooks/executed/<profile>/`.
-The executed .ipynb keeps its parameters cell, so plain papermill works on it too:
+anything. The executed notebook and an HTML rendering go to `notebooks/executed/<profile>/`,
+figures to `figures/<profile>/NAME/`. With `--output DIR/OUT.ipynb` the HTML goes beside it and
+the figures to `DIR/OUT_figures/` (or `-p figures_dir=...`, relative to the repository), so
+that trying a notebook leaves the committed figures alone. Cells' output is shown as they run;
+the executed notebook records paths relative to the repository, none of this machine's. The
+executed .ipynb keeps its parameters cell, so plain papermill works on it too:
 
     papermill notebooks/executed/default/a4_variance_dynamics.ipynb out.ipynb -p seeds "[0]"
 
@@ -21,8 +25,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import logging
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +41,10 @@ from cod.config import ConfigError, parse_override
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 EXECUTED = NOTEBOOKS / "executed"
+KERNEL_ENVIRONMENT = {
+    "PYTHONWARNINGS": "ignore:IProgress not found",  # tqdm.auto's TqdmWarning when ipywidgets is absent
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' loading bars: noise in the outputs
+}
 
 
 def load_source(name: str):
@@ -63,9 +75,9 @@ def declared_parameters(notebook) -> dict[str, Any]:
     return names
 
 
-def stage_parameters(name: str, params_file: Path = ROOT / "params.yaml") -> dict[str, Any]:
+def stage_parameters(name: str) -> dict[str, Any]:
     """What params.yaml passes to notebook NAME: `profile` and `notebooks.NAME`."""
-    params = yaml.safe_load(params_file.read_text())
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
     return {"profile": params["profile"], **(params.get("notebooks", {}).get(name) or {})}
 
 
@@ -79,19 +91,72 @@ def check_parameters(given: dict[str, Any], declared: dict[str, Any], name: str)
 
 
 def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | None = None) -> Path:
-    """Run notebook NAME with params.yaml's parameters plus `overrides`; returns the output path."""
+    """Run notebook NAME with params.yaml's parameters plus `overrides`; returns the output path.
+
+    Figures go to the notebook's default folder or, when `output` is not the stage's, beside
+    it (`figures_beside`); a `figures_dir` in `overrides` wins over both."""
     import papermill
 
     notebook = load_source(name)
+    declared = declared_parameters(notebook)
     parameters = {**stage_parameters(name), **(overrides or {})}
-    check_parameters(parameters, declared_parameters(notebook), name)
-    output = output or EXECUTED / str(parameters["profile"]) / f"{name}.ipynb"
+    check_parameters(parameters, declared, name)
+    default = EXECUTED / str(parameters["profile"]) / f"{name}.ipynb"
+    output = Path(output or default).resolve()
+    if output != default and "figures_dir" in declared:
+        parameters.setdefault("figures_dir", relative(figures_beside(output)))
     output.parent.mkdir(parents=True, exist_ok=True)
     print(f"[notebook {name}] parameters: {parameters}", flush=True)
-    papermill.execute_notebook(notebook, str(output), parameters=parameters, cwd=str(ROOT),
-                               kernel_name="python3", progress_bar=False, log_output=True)
+    with environment(KERNEL_ENVIRONMENT):
+        papermill.execute_notebook(notebook, str(output), parameters=parameters, cwd=str(ROOT),
+                                   kernel_name="python3", progress_bar=True, log_output=True)
+    record_paths(output, NOTEBOOKS / f"{name}.py")
+    warn_machine_paths(output)
     render_html(output)
     return output
+
+
+def figures_beside(output: Path) -> Path:
+    """The figure folder of a notebook executed to `output` elsewhere than its stage's place."""
+    return output.with_name(f"{output.stem}_figures")
+
+
+def relative(path: Path) -> str:
+    """`path` relative to the repository root (the notebooks' working directory)."""
+    return Path(os.path.relpath(path, ROOT)).as_posix()
+
+
+@contextmanager
+def environment(variables: dict[str, str]) -> Iterator[None]:
+    """Set environment `variables` (which the kernel inherits) for the duration of the block."""
+    saved = {key: os.environ.get(key) for key in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                del os.environ[key]
+            else:
+                os.environ[key] = value
+
+
+def record_paths(executed: Path, source: Path) -> None:
+    """Record the source and executed notebook's paths relative to the repository (papermill
+    records the absolute output path and, given a notebook object, the whole notebook as input)."""
+    import nbformat
+
+    notebook = nbformat.read(executed, as_version=4)
+    notebook.metadata.papermill.update(input_path=relative(source), output_path=relative(executed))
+    nbformat.write(notebook, executed)
+
+
+def warn_machine_paths(executed: Path) -> None:
+    """Warn when the executed notebook still mentions this machine's repository or Python folder."""
+    text = executed.read_text()
+    for folder in sorted({str(ROOT), sys.prefix}):
+        if folder in text:
+            print(f"warning: {relative(executed)} mentions {folder}: make that output relative", file=sys.stderr)
 
 
 def render_html(notebook_path: Path) -> Path:
@@ -118,21 +183,42 @@ def regenerate_all() -> None:
     subprocess.run(["dvc", "repro", "--force", "--single-item", *stages], cwd=ROOT, check=True)
 
 
+class _LineHandler(logging.StreamHandler):
+    """Writes log messages as they are, one line each (papermill's cell outputs end in newlines)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return record.getMessage().rstrip("\n")
+
+
+def show_papermill_log() -> None:
+    """Show papermill's progress and the cells' output on stderr."""
+    log = logging.getLogger("papermill")
+    if not log.handlers:
+        log.addHandler(_LineHandler())
+        log.setLevel(logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m cod.notebook", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", nargs="?", help="notebook name, e.g. a4_variance_dynamics")
     parser.add_argument("--all", action="store_true", help="every notebook stage, through `dvc repro`")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                         help="override a parameter (YAML value); repeatable")
-    parser.add_argument("--output", type=Path, help="where the executed notebook goes")
+    parser.add_argument("--output", type=Path,
+                        help="where the executed notebook goes (its figures then go to OUTPUT_figures/)")
     args = parser.parse_args(argv)
     if args.all:
         regenerate_all()
         return 0
     if args.name is None:
         parser.error("give a notebook name or --all")
-    overrides = dict(parse_override(p) for p in args.param)
-    execute(args.name, overrides, args.output)
+    show_papermill_log()
+    try:
+        execute(args.name, dict(parse_override(p) for p in args.param), args.output)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

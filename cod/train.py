@@ -17,12 +17,19 @@ Files in --weights (large, DVC-cached):
 from __future__ import annotations
 
 import argparse
+import ast
+import dataclasses
+import inspect
+import io
 import json
 import math
 import os
 import sys
 import time
+import tokenize
+import typing
 from contextlib import nullcontext
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +37,9 @@ import torch
 import torch.distributed as dist
 
 from cod import fingerprint
-from cod.config import Precision, RunConfig, run_config
+from cod.config import ConfigError, Precision, RunConfig, run_config
 from cod.data.loader import TokenBatches, eval_windows
+from cod.data.prepare import prepare_command
 from cod.model import Transformer
 from cod.metrics.variance import layer_variances
 
@@ -114,8 +122,7 @@ class Trainer:
         if not (dataset / "train.bin").exists():
             raise FileNotFoundError(
                 f"no token arrays in {dataset} (data.tokens_dir={cfg.data.tokens_dir}, data.tokenizer="
-                f"{cfg.data.tokenizer}, data.vocab_size={cfg.data.vocab_size}): run `dvc repro prepare` "
-                "or `python -m cod.data.prepare`")
+                f"{cfg.data.tokenizer}, data.vocab_size={cfg.data.vocab_size}): run `{prepare_command(cfg.data)}`")
         self.batches = TokenBatches(dataset / "train.bin", cfg.data.seq_len, cfg.data.batch_size, cfg.seed,
                                     rank=self.dist.rank, world_size=self.dist.world_size)
         self.dataset = dataset
@@ -335,20 +342,61 @@ def is_complete(out: Path, cfg: RunConfig) -> bool:
     return fingerprint.matches(record, cfg)
 
 
+# ----------------------------------------------------------------------------- command line
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The trailing `# comment` of each field in the source of dataclass `cls`, by field name."""
+    source = inspect.getsource(cls)
+    comments = {token.start[0]: token.string.lstrip("#").strip()
+                for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                if token.type == tokenize.COMMENT}
+    fields = [node for node in ast.parse(source).body[0].body if isinstance(node, ast.AnnAssign)]
+    return {node.target.id: comments.get(node.end_lineno, "") for node in fields}
+
+
+def describe_settings(cls: type = RunConfig, prefix: str = "") -> list[str]:
+    """Help lines for every setting under dataclass `cls`: its path, type (or choices), default and doc."""
+    hints, docs = typing.get_type_hints(cls), field_docs(cls)
+    leaves, sections = [], []
+    for f in dataclasses.fields(cls):
+        kind = hints[f.name]
+        if dataclasses.is_dataclass(kind):
+            sections += ["", f"{prefix}{f.name}: {kind.__doc__}", *describe_settings(kind, f"{prefix}{f.name}.")]
+            continue
+        choices = isinstance(kind, type) and issubclass(kind, StrEnum)
+        shown = "{" + ", ".join(kind) + "}" if choices else f.type
+        leaves += [f"  {prefix}{f.name}: {shown} = {f.default}", f"      {docs[f.name]}"]
+    return leaves + sections
+
+
+def settings_help() -> str:
+    return "\n".join(["settings (key.path=value; values are read as YAML):", *describe_settings()])
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m cod.train", description=__doc__, epilog=settings_help(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="folder for config, history and final metrics")
     parser.add_argument("--weights", help="folder for checkpoints and final weights (default: --out)")
     parser.add_argument("--name", help="label of the progress lines (default: the folder name)")
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
     parser.add_argument("--force", action="store_true", help="train even if --out holds this finished run")
-    parser.add_argument("overrides", nargs="*", help="settings as key.path=value, e.g. model.norm=lns")
+    parser.add_argument("overrides", nargs="*", help="settings as key.path=value, e.g. model.norm=lns (listed below)")
     args = parser.parse_args(argv)
-    cfg = run_config(args.overrides)
+    try:
+        cfg = run_config(args.overrides)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if not args.force and is_complete(Path(args.out), cfg):
         print(f"[{args.name or Path(args.out).name}] already complete with these settings", flush=True)
         return 0
-    trainer = Trainer(cfg, Path(args.out), args.weights and Path(args.weights), args.name, args.device)
+    try:
+        trainer = Trainer(cfg, Path(args.out), args.weights and Path(args.weights), args.name, args.device)
+    except FileNotFoundError as e:  # no prepared tokens: say which command makes them
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     trainer.fit()
     trainer.dist.close()
     return 0

@@ -190,21 +190,24 @@ display(pd.DataFrame(claims)[["id", "paper_value", "ours", "verdict"]])
 # The tables above are regenerated from the runs every time this notebook executes; the
 # paragraph below interprets the committed `default`-profile runs.
 #
-# **Not reproduced: LNS is not the best norm at 130M or 250M.** At 130M it ties with Pre-LN
-# (238 ± 2 against 236 ± 4, inconclusive), and at 250M it is worse than Pre-LN in every seed
-# (127.6 against 125.8, by about twice the seed spread). Post-LN, DeepNorm and Mix-LN beat Pre-LN
-# clearly at both sizes (about 223 against 236 at 130M, and 120-123 against 126 at 250M).
+# **Not reproduced: LNS is not the best norm at any of the three sizes.** Post-LN, DeepNorm and
+# Mix-LN beat it, and beat Pre-LN, clearly at every size (about 223 against 236 at 130M, 119-123
+# against 126 at 250M, 66-69 against 73 at 350M, with seed spreads of 0.1-4).
+#
+# **LNS against Pre-LN changes with size.** At 130M the two tie (238 ± 2 against 236 ± 4,
+# inconclusive), at 250M LNS is worse in every seed (127.6 against 125.8, about twice the seed
+# spread), and at 350M it is better in every seed (70.8 ± 0.6 against 72.9 ± 0.6: reproduced).
+# Three sizes do not make a trend. 250M and 350M have the same depth (24 layers) and differ in
+# width (24 against 32) and tokens (1.7M against 3.1M), so either may be what turns the sign.
 #
 # **Not reproduced: no norm fails.** Every Post-LN, DeepNorm and Mix-LN run trains at 24 layers,
 # where the paper's Post-LN diverges from 250M and DeepNorm and Mix-LN from 350M. At 420-1,500
 # steps with 10% warmup, gradient clipping at 1 and width 24-32, nothing drives these models to
-# the instability the paper's 130M-1B runs meet; whether the 350M column changes that is in its
-# table above (at the time of writing, 350M held Pre-LN and LNS at one seed each: 73.5 and
-# 71.0, too few to judge).
+# the instability the paper's 130M-1B runs meet.
 #
 # **Fig. 6's early phase.** LNS is slightly behind Pre-LN early in training (10-30% of tokens):
-# reproduced at 250M (6.133 against 6.121), inside the seed spread at 130M. Unlike the paper's
-# curves, LNS never overtakes Pre-LN here.
+# reproduced at 250M (6.133 against 6.121), inside the seed spread at 130M and 350M. At 130M and
+# 250M LNS never overtakes Pre-LN, unlike the paper's curves; at 350M it is ahead by the end.
 #
 # The layer analyses of `a10_layer_effectiveness_lns` show what LNS does at this scale: its deep
 # blocks stay nearly inert, since 1/sqrt(l) shrinks what they see and 420-840 steps are too few

@@ -44,6 +44,35 @@ def test_bad_settings_name_the_parameter(overrides, message):
         run_config(overrides)
 
 
+@pytest.mark.parametrize(
+    "section, fields, message",
+    [
+        ("ModelConfig", {"norm": "rms"}, "model.norm='rms' is not allowed; allowed: pre_ln, lns"),
+        ("ModelConfig", {"init": "xavier"}, "model.init='xavier' is not allowed; allowed: normal, scaled"),
+        ("ModelConfig", {"lns_position": "everywhere"}, "model.lns_position='everywhere' is not allowed"),
+        ("ModelConfig", {"n_layers": 2.5}, "model.n_layers=2.5 is not allowed; allowed: an integer"),
+        ("DataConfig", {"tokenizer": "sentencepiece"}, "data.tokenizer='sentencepiece' is not allowed"),
+        ("TrainConfig", {"precision": "fp8"}, "train.precision='fp8' is not allowed; allowed: fp32, bf16"),
+    ],
+)
+def test_configs_built_in_python_check_their_values(section, fields, message):
+    """Not only the CLI: a config built directly fails at construction, naming the setting."""
+    import cod.config
+
+    with pytest.raises(ConfigError, match=message):
+        getattr(cod.config, section)(**fields)
+
+
+def test_strings_become_enums_and_later_assignments_are_checked():
+    from cod.config import Init, ModelConfig
+
+    cfg = ModelConfig(norm="lns", init="scaled")
+    assert cfg.norm is Norm.LNS and cfg.init is Init.SCALED
+    cfg.norm = "rms"
+    with pytest.raises(ConfigError, match="model.norm='rms'"):
+        Transformer(cfg)
+
+
 def test_round_trip_through_dict():
     from cod.config import run_config_from_dict
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -189,6 +190,25 @@ def test_prepare_rejects_bad_input_before_work(tmp_path, capsys, argv, message):
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err.replace("'bpe', 'gpt_neox'", "bpe, gpt_neox")
     assert not (tmp_path / "out").exists()
+
+
+def test_bare_prepare_says_what_to_run(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        prepare.main([])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "python -m cod.experiments prepare" in err
+    assert "python -m cod.data.prepare --tokenizer bpe --vocab-size " in err and "--out data/tokens/bpe" in err
+
+
+def test_prepare_reports_progress(tmp_path, capsys):
+    write_raw(tmp_path / "raw", n_docs=20)
+    run_prepare("--tokenizer", "bpe", "--vocab-size", "300", "--raw", str(tmp_path / "raw"), "--out", str(tmp_path / "tok"))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [f"preparing {tmp_path / 'tok'} from offline_mix documents",
+                         "training a byte-level BPE of 300 ids on the train split"]
+    assert lines[2].startswith("tokenizer ready in ")
+    assert re.fullmatch(r"  encoded 80 documents, [\d,]+ tokens \([\d.]+ s\)", lines[-4])
 
 
 # ---------------------------------------------------------------- loader

@@ -8,7 +8,7 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from cod.config import ModelConfig
-from cod.eval.lm import LanguageModel, load_tokenizer
+from cod.eval.lm import EOT, LanguageModel, load_tokenizer
 from cod.eval.perplexity import perplexity, perplexity_text
 from cod.eval.tasks import TASKS, Item, chance, load_task
 from cod.eval.zeroshot import evaluate, loglikelihoods, score_items
@@ -100,6 +100,20 @@ def test_hf_model_scores_like_ours():
     ours, _ = loglikelihoods(LanguageModel(model, word_tokenizer()), requests)
     theirs, _ = loglikelihoods(LanguageModel(to_hf_llama(model), word_tokenizer()), requests)
     np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+
+
+def test_prefix_is_endoftext_even_when_it_is_also_the_unknown_token():
+    """SmolLM2's unknown token is <|endoftext|>: the prefix must still be it, not the chat BOS."""
+    from transformers import PreTrainedTokenizerFast
+
+    words = WORDS + ["<|im_start|>"]
+    raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=EOT))
+    hf = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token=EOT, bos_token="<|im_start|>")
+    model = Transformer(ModelConfig(vocab_size=len(words), d_model=8, n_layers=1, n_heads=1, max_seq_len=8))
+    assert hf.unk_token_id == 0 and LanguageModel(model, hf).prefix == 0
+    no_eot = Tokenizer(models.WordLevel({"a": 0, "<s>": 1}, unk_token="a"))
+    hf = PreTrainedTokenizerFast(tokenizer_object=no_eot, unk_token="a", bos_token="<s>")
+    assert LanguageModel(model, hf).prefix == 1  # without <|endoftext|>: the BOS
 
 
 def test_long_inputs_lose_their_start(table):

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -64,6 +65,14 @@ def test_layer_order_skip_repeat_replace(idx):
         assert model(idx, order=[0, 1, 1, 2], keep=["resid_post"]).states.keys() >= {"resid_post.3"}
 
 
+def test_layer_order_accepts_any_integer_index(idx):
+    model = Transformer(tiny()).eval()
+    with torch.no_grad():
+        full = model(idx).logits
+        assert torch.equal(model(idx, order=np.arange(3)).logits, full)  # numpy.int64 entries
+        assert torch.equal(model(idx, order=[np.int32(0), torch.tensor(1), 2]).logits, full)
+
+
 def test_lns_scales_both_pre_norm_outputs_by_inverse_sqrt_depth():
     model = Transformer(tiny(norm="lns", n_layers=4))
     for layer, block in enumerate(model.blocks, start=1):
@@ -109,6 +118,13 @@ def test_post_ln_has_no_final_norm_and_mix_ln_mixes():
     assert isinstance(Transformer(tiny(norm="post_ln")).final_norm, nn.Identity)
     mix = Transformer(tiny(norm="mix_ln", n_layers=8, mix_ln_fraction=0.25))
     assert [b.attn.post_norm for b in mix.blocks] == [True, True] + [False] * 6
+
+
+@pytest.mark.parametrize("n_layers, post", [(4, 1), (6, 1), (7, 1), (8, 2), (11, 2), (12, 3)])
+def test_mix_ln_post_ln_blocks_are_floor_of_fraction_times_depth(n_layers, post):
+    """floor(0.25 L) (Li et al.): Python's round() would give 2 at 6 and 7 layers (halves to even)."""
+    mix = Transformer(tiny(norm="mix_ln", n_layers=n_layers, mix_ln_fraction=0.25))
+    assert [b.attn.post_norm for b in mix.blocks] == [True] * post + [False] * (n_layers - post)
 
 
 @pytest.mark.parametrize(

@@ -25,10 +25,12 @@ from typing import IO, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from cod.config import DataConfig
 from cod.data import corpus, fineweb, tokenizer
 
 SOURCES = ("offline_mix", "fineweb_edu", "text_files")
 BATCH_DOCS = 1024  # documents per call of the batch encoder
+PROGRESS_EVERY_S = 5.0  # at most one progress line this often while encoding
 
 
 def dtype_for(vocab_size: int) -> np.dtype:
@@ -100,6 +102,10 @@ class SplitWriter:
             counts["tokens"] += len(ids)
             counts["documents"] += 1
 
+    def totals(self) -> tuple[int, int]:
+        """Documents and tokens written so far, over every split."""
+        return sum(c["documents"] for c in self.counts.values()), sum(c["tokens"] for c in self.counts.values())
+
     def close(self) -> None:
         for f in self.files.values():
             f.close()
@@ -129,20 +135,27 @@ def prepare(
         return documents(source, raw, files, limit, val_fraction)
 
     start = time.perf_counter()
+    print(f"preparing {out} from {source} documents", flush=True)
+    print(f"training a byte-level BPE of {vocab_size} ids on the train split" if tokenizer_kind == "bpe"
+          else "loading the GPT-NeoX tokenizer", flush=True)
     tok = tokenizer.build(tokenizer_kind, vocab_size, (text for split, _, text in stream() if split == "train"))
-    print(f"tokenizer ready in {time.perf_counter() - start:.1f} s")
+    print(f"tokenizer ready in {time.perf_counter() - start:.1f} s; encoding every split", flush=True)
     eot = tokenizer.eot_id(tok)
     out.mkdir(parents=True, exist_ok=True)
     tok.save(str(out / "tokenizer.json"))
     writer = SplitWriter(out)
+    reported = time.perf_counter()
     try:
         for batch in batches(stream(), BATCH_DOCS):
             encodings = tok.encode_batch_fast([text for _, _, text in batch])
             for (split, name, _), encoding in zip(batch, encodings):
                 writer.write(split, name, np.asarray(encoding.ids + [eot], dtype=dtype))
+            if time.perf_counter() - reported >= PROGRESS_EVERY_S:
+                reported = time.perf_counter()
+                report_progress(writer, reported - start)
     finally:
         writer.close()
-    print(f"prepared in {time.perf_counter() - start:.1f} s")
+    report_progress(writer, time.perf_counter() - start)
     for split in ("train", "val"):
         if split not in writer.counts:
             raise ValueError(f"no {split} documents: the corpus is too small for --val-fraction {val_fraction}")
@@ -158,16 +171,39 @@ def prepare(
     return meta
 
 
+def report_progress(writer: SplitWriter, elapsed: float) -> None:
+    documents, tokens = writer.totals()
+    print(f"  encoded {documents:,} documents, {tokens:,} tokens ({elapsed:.1f} s)", flush=True)
+
+
+def prepare_command(data: DataConfig) -> str:
+    """The command that writes the token arrays `data` names (`data.dataset_dir`)."""
+    vocab = f" --vocab-size {data.vocab_size}" if data.tokenizer == "bpe" else ""
+    source = "" if data.source == "offline_mix" else f" --source {data.source} --files FILE [FILE ...]"
+    return f"python -m cod.data.prepare --tokenizer {data.tokenizer}{vocab}{source} --out {data.dataset_dir}"
+
+
+def what_to_run() -> str:
+    """The commands that prepare the pipeline's token arrays, or those `cod.train` reads by default."""
+    return (
+        "--tokenizer and --out are required. To prepare every dataset the pipeline trains on (for the "
+        "profile in params.yaml; what `dvc repro prepare` runs):\n"
+        "  python -m cod.experiments prepare\n"
+        "or the one `python -m cod.train` reads with its default settings:\n"
+        f"  {prepare_command(DataConfig())}"
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m cod.data.prepare", description=__doc__.split("\n")[0])
-    p.add_argument("--tokenizer", required=True, choices=tokenizer.KINDS)
+    p.add_argument("--tokenizer", choices=tokenizer.KINDS, help="required")
     p.add_argument("--vocab-size", type=int, help=f"BPE vocabulary size (>= {tokenizer.MIN_BPE_VOCAB}); ignored for gpt_neox")
     p.add_argument("--source", default="offline_mix", choices=SOURCES)
     p.add_argument("--raw", type=Path, default=Path("data/raw"), help="the raw snapshot directory")
     p.add_argument("--files", type=Path, nargs="+", default=[], help="local files for text_files / fineweb_edu")
     p.add_argument("--limit", type=int, help="at most this many fineweb_edu documents")
     p.add_argument("--val-fraction", type=float, default=corpus.VAL_FRACTION, help="fineweb_edu / text_files only")
-    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--out", type=Path, help="output directory (required)")
     return p
 
 
@@ -175,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = vars(p.parse_args(argv))
     kind = args.pop("tokenizer")
+    if kind is None or args["out"] is None:
+        p.error(what_to_run())
     try:
         check(kind, args["vocab_size"], args["source"], args["raw"], args["files"], args["val_fraction"])
     except (ValueError, FileNotFoundError) as e:

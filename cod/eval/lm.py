@@ -29,7 +29,8 @@ def load_tokenizer(path: str | Path):
     path = Path(path)
     path = path / "tokenizer.json" if path.is_dir() else path
     if not path.is_file():
-        raise FileNotFoundError(f"tokenizer {path} not found: run `python -m cod.data.prepare`")
+        raise FileNotFoundError(f"tokenizer {path} not found: `python -m cod.data.snapshot && dvc repro prepare` "
+                                "makes the pipeline's tokenizers (data/tokens/bpe*/tokenizer.json)")
     return Tokenizer.from_file(str(path))
 
 
@@ -56,8 +57,9 @@ class LanguageModel:
     def _prefix_token(self) -> int | None:
         if hasattr(self.tokenizer, "token_to_id"):  # tokenizers.Tokenizer
             return self.tokenizer.token_to_id(EOT)
-        eot = self.tokenizer.convert_tokens_to_ids(EOT)
-        return eot if eot is not None and eot != self.tokenizer.unk_token_id else self.tokenizer.bos_token_id
+        if EOT in self.tokenizer.get_vocab():  # a membership test: SmolLM2's unknown token *is* EOT
+            return self.tokenizer.convert_tokens_to_ids(EOT)
+        return self.tokenizer.bos_token_id
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`, no special tokens added."""
