@@ -163,7 +163,7 @@ def load_complete(root: str | Path, names: typing.Iterable[str],
     of every one of `variants`; the others are left out, with a printed line saying why."""
     complete = {}
     for name in names:
-        found = load_analyses(Path(root) / name, variants) if (Path(root) / name).exists() else {}
+        found = load_analyses(Path(root) / name, variants)  # empty when the folder is missing
         missing = [v for v in variants if not any(key[0] == v for key in found)]
         if missing:
             print(f"{name}: no stored analysis of {', '.join(missing)} in {Path(root) / name}; left out")

@@ -97,10 +97,10 @@ layers = {name: {(LABELS[variant], seed): a for (variant, seed), a in runs.items
 if not layers:
     raise FileNotFoundError(f"none of {analyses} has a layer analysis under {root}")
 sizes = list(layers)
-experiments = {name: stored_settings(root / name)["experiment"] for name in sizes}
+settings = {name: stored_settings(root / name) for name in sizes}
+experiments = {name: settings[name]["experiment"] for name in sizes}
 for name in sizes:
-    print(f"{size_label(name)}: {len(layers[name])} runs; settings (params.yaml analyses.{name}): "
-          f"{stored_settings(root / name)}")
+    print(f"{size_label(name)}: {len(layers[name])} runs; settings (params.yaml analyses.{name}): {settings[name]}")
 
 # %% [markdown]
 # ## The runs and their per-run statistics
