@@ -10,6 +10,8 @@ analyses/<profile>/<analysis>/<variant>_s<seed>/ (and the settings used to setti
     jacobians.npz    the mean block Jacobians (L, D, D), float16
     zero_shot.json   accuracy per task in lm-evaluation-harness conventions (with chance and n)
 
+With `layers: false` only zero_shot.json is written (the fine-tuned models of Table 2).
+
 `load_layers` rebuilds the `LayerAnalysis` of a run, so a notebook uses the same objects
 whether it computed them or read them.
 """
@@ -20,6 +22,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import time
 import typing
 from pathlib import Path
 from typing import Any
@@ -31,9 +34,13 @@ from cod.config import ConfigError
 from cod.experiments import ROOT, load_params, resolve_runs
 from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
 
-SETTINGS = ("experiment", "eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau",
-            "zero_shot_tasks", "zero_shot_limit")
-OPTIONAL = {"variants": None}  # the experiment's variants to measure; None: all of them
+LAYER_SETTINGS = ("eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau")  # with layers: true
+SETTINGS = ("experiment", *LAYER_SETTINGS, "zero_shot_tasks", "zero_shot_limit")
+OPTIONAL = {
+    "variants": None,  # the experiment's variants to measure; None: all of them
+    "layers": True,  # measure the layer scores and Jacobians (false: zero-shot only)
+    "zero_shot_part": None,  # 'eval': score only the half of each set that fine-tuning never sees
+}
 
 
 def analysis_settings(name: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -44,7 +51,8 @@ def analysis_settings(name: str, params: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"analyses.{name} is not declared; allowed: {', '.join(analyses)}")
     spec = {**OPTIONAL, **analyses[name]}
     spec.update(spec.pop("profiles", {}).get(params["profile"], {}))
-    unknown, missing = set(spec) - set(SETTINGS) - set(OPTIONAL), set(SETTINGS) - set(spec)
+    required = set(SETTINGS) - (set() if spec["layers"] else set(LAYER_SETTINGS))
+    unknown, missing = set(spec) - set(SETTINGS) - set(OPTIONAL), required - set(spec)
     if unknown or missing:
         raise ConfigError(f"analyses.{name}: unknown {sorted(unknown)}, missing {sorted(missing)}; "
                           f"allowed: {', '.join([*SETTINGS, *OPTIONAL])}")
@@ -82,19 +90,24 @@ def analyse(name: str, params: dict[str, Any]) -> None:
     torch.set_num_threads(1)
     for run in runs:
         model, cfg = load_model(run.weights / "model.pt")
-        seq = cfg.data.seq_len
-        x, y, x_fit = held_out_tokens(ROOT / cfg.data.dataset_dir / "val.bin", seq, spec["eval_tokens"],
-                                      spec["fit_tokens"])
-        x_jac = x[:spec["jacobian_tokens"], :min(spec["jacobian_context"], seq)]
-        with torch.no_grad():
-            layers = analyse_layers(model, x, y, x_fit, x_jac, tau=spec["tau"], seed=run.seed)
-        lm = LanguageModel(model, load_tokenizer(ROOT / cfg.data.dataset_dir))
-        zero_shot = [evaluate(lm, task, limit=spec["zero_shot_limit"]) for task in spec["zero_shot_tasks"]]
         folder = root / run.name
-        save_layers(layers, folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if spec["layers"]:
+            seq = cfg.data.seq_len
+            x, y, x_fit = held_out_tokens(ROOT / cfg.data.dataset_dir / "val.bin", seq, spec["eval_tokens"],
+                                          spec["fit_tokens"])
+            x_jac = x[:spec["jacobian_tokens"], :min(spec["jacobian_context"], seq)]
+            with torch.no_grad():
+                layers = analyse_layers(model, x, y, x_fit, x_jac, tau=spec["tau"], seed=run.seed)
+            save_layers(layers, folder)
+        start = time.perf_counter()
+        lm = LanguageModel(model, load_tokenizer(ROOT / cfg.data.dataset_dir))
+        zero_shot = [evaluate(lm, task, limit=spec["zero_shot_limit"], part=spec["zero_shot_part"])
+                     for task in spec["zero_shot_tasks"]]
         (folder / "zero_shot.json").write_text(json.dumps(zero_shot, indent=1) + "\n")
-        print(f"[analyse {name}] {run.name}: {len(model.blocks)} layers, "
-              f"{sum(layers.seconds.values()):.1f}s of layer metrics", flush=True)
+        timing = f"{sum(layers.seconds.values()):.1f}s of layer metrics, " if spec["layers"] else ""
+        print(f"[analyse {name}] {run.name}: {len(model.blocks)} layers, {timing}"
+              f"{time.perf_counter() - start:.1f}s of zero-shot", flush=True)
 
 
 # ----------------------------------------------------------------------------- storage
@@ -179,6 +192,20 @@ def stored_settings(folder: str | Path) -> dict[str, Any]:
 
 def load_zero_shot(folder: str | Path) -> list[dict[str, Any]]:
     return json.loads((Path(folder) / "zero_shot.json").read_text())
+
+
+def zero_shot_table(folder: str | Path):
+    """Every stored run's zero-shot results under an analysis folder as one DataFrame: variant,
+    seed, task, acc, acc_norm, chance, n (one row per run and task)."""
+    import pandas as pd
+
+    rows = []
+    for path in sorted(Path(folder).glob("*_s*/zero_shot.json")):
+        variant, seed = path.parent.name.rsplit("_s", 1)
+        rows += [{"variant": variant, "seed": int(seed), **result} for result in load_zero_shot(path.parent)]
+    if not rows:
+        raise FileNotFoundError(f"no zero_shot.json under {folder}: `dvc repro analyse@{Path(folder).name}` makes them")
+    return pd.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,11 +27,14 @@ from cod.model import Transformer
 
 
 def default_shapes() -> dict[str, dict]:
-    """The default profile's model shapes with its batch shape."""
+    """The default profile's language-model shapes with its batch shape (the ViT's size, which
+    reads images, is left out)."""
     profile = load_params()["profiles"]["default"]
     base = profile["base"]
     shapes = {}
     for name, size in profile["sizes"].items():
+        if name.startswith("vit"):
+            continue
         model = {k.split(".", 1)[1]: v for k, v in {**base, **size}.items() if k.startswith("model.")}
         shapes[name] = {"model": model, "batch": base["data.batch_size"], "seq": base["data.seq_len"]}
     return shapes

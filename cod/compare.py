@@ -1,15 +1,13 @@
-"""Variants compared over seeds: perplexity cells beside the paper's, failed runs, one verdict rule.
+"""Perplexity tables of variants compared over seeds: cells beside the paper's, and failed runs.
 
-The rule, fixed before any table was filled (paper A's Tables 1, 3, 6, 7, 8):
+The verdict rule every table is judged by lives in `cod/verdicts.py` (`compare`, `best_of`,
+`every_seed`); this module only prepares the per-seed values it is applied to. What counts as
+a failed run was fixed before any table was filled (paper A's Tables 1, 3, 6, 7, 8):
 
 * A run **failed** (the paper's perplexities above 1000) when the trainer stopped it as
   diverged, or when its validation perplexity is no better than a unigram model of the
   training split: a model that learned nothing about context. Its perplexity counts as
   infinite, so it loses every comparison.
-* "A is better than B" is **reproduced** when A has the lower perplexity in every seed both
-  have and the gap between their means exceeds the larger of their standard deviations over
-  seeds; **not reproduced** when B wins the same way; **inconclusive** otherwise, and always
-  with fewer than two paired seeds.
 """
 
 from __future__ import annotations
@@ -79,61 +77,6 @@ def cell(values: pd.Series, raw: pd.Series | None = None, digits: int = 1) -> st
     return text
 
 
-def judge(a: pd.Series, b: pd.Series, lower_is_better: bool = True) -> tuple[str, str]:
-    """The verdict on "a is better than b" (per-seed Series) by the module's rule, and why."""
-    a, b = a.align(b, join="inner")
-    keep = ~(a.isna() | b.isna())
-    a, b = a[keep], b[keep]
-    if len(a) < 2:
-        return "inconclusive", f"{len(a)} paired seed(s)"
-    wins = (a < b) if lower_is_better else (a > b)
-    losses = (a > b) if lower_is_better else (a < b)
-    finite = bool(np.isfinite(a).all() and np.isfinite(b).all())
-    why = (f"{_mean(a)} vs {_mean(b)}: the first {'lower' if lower_is_better else 'higher'} in "
-           f"{int(wins.sum())}/{len(a)} seeds")
-    if finite:
-        gap, spread = abs(a.mean() - b.mean()), max(a.std(), b.std())
-        clear = gap > spread
-        why += f"; gap of means {gap:.3g} vs largest seed std {spread:.3g}"
-    else:  # a failed run on one side decides its seed; the gap is infinite
-        clear = True
-        why += " (failed runs count as infinite)"
-    if wins.all() and clear:
-        return "reproduced", why
-    if losses.all() and clear:
-        return "not reproduced", why
-    return "inconclusive", why
-
-
-def every_seed(flags: pd.Series) -> str:
-    """The verdict on a claim about one variant, per seed: reproduced when it holds in every
-    seed, not reproduced when in none, inconclusive otherwise (and with no seed)."""
-    flags = flags.dropna().astype(bool)
-    if flags.empty:
-        return "inconclusive"
-    return "reproduced" if flags.all() else "not reproduced" if not flags.any() else "inconclusive"
-
-
-def _mean(values: pd.Series) -> str:
-    finite = values[np.isfinite(values)]
-    failed = len(values) - len(finite)
-    text = f"{finite.mean():.4g}" if len(finite) else "failed"
-    return text + (f" ({failed} failed)" if failed and len(finite) else "")
-
-
-def judge_best(values: dict[str, pd.Series], best: str, lower_is_better: bool = True) -> tuple[str, str]:
-    """The verdict on "`best` beats every other entry of `values`": reproduced when it beats each
-    by the rule, not reproduced when any beats it by the rule, inconclusive otherwise."""
-    verdicts = {name: judge(values[best], v, lower_is_better)[0] for name, v in values.items() if name != best}
-    lost = [name for name, v in verdicts.items() if v == "not reproduced"]
-    unclear = [name for name, v in verdicts.items() if v == "inconclusive"]
-    if lost:
-        return "not reproduced", f"beaten clearly by {', '.join(lost)}"
-    if unclear:
-        return "inconclusive", f"not clearly ahead of {', '.join(unclear)}"
-    return "reproduced", f"clearly ahead of all {len(verdicts)}"
-
-
 def load_sweep(experiments: dict[str, str], runs_root: str | Path, chance_ppl: float) -> pd.DataFrame:
     """Final results of several experiments ({size label: experiment}) in one table with a
     `size` column, `failed` and `ppl` marked; an experiment with no finished run is left out."""
@@ -157,7 +100,50 @@ def ppl_table(sweep: pd.DataFrame, rows: dict[str, str], paper: pd.DataFrame | N
     columns = {}
     for size in sweep["size"].unique():
         at = sweep[sweep["size"] == size]
-        columns[(size, "ours")] = [cell(by_seed(at, variant), by_seed(at, variant, "val_ppl")) for variant in rows.values()]
+        columns[(size, "ours")] = [cell(by_seed(at, variant), by_seed(at, variant, "val_ppl"))
+                                   for variant in rows.values()]
         if paper is not None and size in paper.columns:
             columns[(size, "paper")] = [paper[size].get(label, "") for label in rows]
     return pd.DataFrame(columns, index=list(rows))
+
+
+def ppl_dots(ax, sweep: pd.DataFrame, rows: dict[str, str], paper: pd.Series | None = None) -> None:
+    """Final validation perplexity of {label: variant} in `sweep` (one size): a dot per seed, a bar
+    at the mean of the seeds that did not fail, and, in a band kept free at the top of the axis,
+    a cross with 'failed k/n' for failed seeds. The paper's values (`paper`, by label) go on their
+    own axis (`cod.plots.paper_axis`); one above 1000 or not a number (a diverged run) is left off
+    that axis and written as 'paper: diverged' in the top band."""
+    import matplotlib.pyplot as plt
+
+    from cod.plots import paper_axis
+
+    x = np.arange(len(rows))
+    notes = [[] for _ in rows]
+    for i, (color, variant) in enumerate(zip(plt.cm.tab10.colors, rows.values())):
+        values = by_seed(sweep, variant).dropna()
+        finite = values[np.isfinite(values)]
+        ax.scatter(np.full(len(finite), i), finite, color=color, s=18, zorder=3)
+        if len(finite):
+            ax.hlines(finite.mean(), i - 0.3, i + 0.3, color=color, linewidth=2)
+        if len(finite) < len(values):
+            ax.scatter([i], [0.965], marker="x", color=color, transform=ax.get_xaxis_transform(), zorder=3)
+            notes[i].append(f"failed {len(values) - len(finite)}/{len(values)}")
+    ax.set_ylabel("validation perplexity (ours)")
+    ax.set_xticks(x, list(rows), rotation=30, ha="right", rotation_mode="anchor")
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    axes = [ax]
+    if paper is not None:
+        given = pd.Series([paper.get(label) for label in rows])
+        numbers = pd.to_numeric(given, errors="coerce")
+        diverged = (given.notna() & (numbers.isna() | (numbers > 1000))).to_numpy()
+        axes.append(paper_axis(ax, x, numbers.where(~diverged).to_numpy(float), "perplexity (paper)"))
+        for i in np.flatnonzero(diverged):
+            notes[i].append("paper:\ndiverged")
+    if any(notes):
+        for a in axes:  # keep the top 20% of both axes free for the notes
+            low, high = a.get_ylim()
+            a.set_ylim(low, high + 0.25 * (high - low))
+        for i, note in enumerate(notes):
+            if note:
+                ax.text(x[i], 0.93, "\n".join(note), transform=ax.get_xaxis_transform(), ha="center", va="top",
+                        fontsize=7, color="0.3")

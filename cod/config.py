@@ -102,6 +102,30 @@ class RopeScaling(StrEnum):
     LLAMA3 = "llama3"  # Llama 3.1: slow frequencies divided by rope_factor, fast ones kept, a blend between
 
 
+class LossOn(StrEnum):
+    """Which tokens of a fine-tuning example the loss covers."""
+
+    ANSWER = "answer"  # the answer only (the prompt is context)
+    ALL = "all"  # prompt and answer, as in pre-training
+
+
+class ImageSet(StrEnum):
+    """Which images a Vision Transformer classifies (paper A section 5.6); none: the language model."""
+
+    NONE = "none"  # no images: the run trains the language model on tokens
+    FASHION_MNIST = "fashion_mnist"  # Zalando's 28x28 grey clothing photos, 10 classes (cod.data.images)
+
+
+IMAGE_SHAPES = {ImageSet.FASHION_MNIST: (1, 28, 10)}  # channels, side in pixels, classes
+
+
+class Pool(StrEnum):
+    """What a Vision Transformer classifies from."""
+
+    CLS = "cls"  # a learned class token in front of the patches; its final state
+    MEAN = "mean"  # no class token; the mean of the patches' final states
+
+
 class _Section:
     """Base of the config sections: every field is converted to its type when the section is
     built (a string choice becomes its enum), so a bad value fails at once, whatever the entry
@@ -133,6 +157,8 @@ class ModelConfig(_Section):
     n_kv_heads: int | None = None  # key/value heads: = n_heads MHA, 1 MQA, between GQA; None = n_heads
     d_ff: int | None = None  # SwiGLU hidden width; None = 8/3 d_model rounded up to a multiple of 8
     max_seq_len: int = 256  # longest sequence RoPE is prepared for
+    causal: bool = True  # each token attends to earlier ones only (false: to all, as in a ViT)
+    rope: bool = True  # rotary position embeddings in attention (false: none, as in a ViT)
     rope_theta: float = 10000.0  # RoPE base
     norm_eps: float = 1e-5  # RMSNorm epsilon
     norm: Norm = Norm.PRE_LN  # norm placement in each sublayer
@@ -175,7 +201,7 @@ class ModelConfig(_Section):
                 f"model.n_heads={self.n_heads} must divide model.d_model={self.d_model}; "
                 f"allowed: divisors of {self.d_model}"
             )
-        if self.head_dim % 2:
+        if self.rope and self.head_dim % 2:
             raise ConfigError(f"model.d_model / model.n_heads = {self.head_dim} must be even for RoPE")
         kv = self.kv_heads
         if not 1 <= kv <= self.n_heads or self.n_heads % kv:
@@ -286,6 +312,92 @@ class TrainConfig(_Section):
 
 
 @dataclass
+class VisionConfig(_Section):
+    """A Vision Transformer classifying images instead of the language model (paper A section 5.6,
+    `cod.vision`); it needs model.causal=false, model.rope=false and data.seq_len = its tokens per
+    image. data.batch_size counts images."""
+
+    section = "vision"
+
+    dataset: ImageSet = ImageSet.NONE  # images to classify; none: the run trains the language model
+    patch_size: int = 4  # side of the square patches, in pixels; must divide the image side
+    pool: Pool = Pool.CLS  # what the classifier reads: the class token or the mean of the patches
+    images_dir: str = ""  # folder of the dataset's four IDX files; empty: its registry package (cod.data.images)
+
+    @property
+    def channels(self) -> int:
+        return IMAGE_SHAPES[self.dataset][0]
+
+    @property
+    def side(self) -> int:
+        return IMAGE_SHAPES[self.dataset][1]
+
+    @property
+    def n_classes(self) -> int:
+        return IMAGE_SHAPES[self.dataset][2]
+
+    @property
+    def n_patches(self) -> int:
+        return (self.side // self.patch_size) ** 2
+
+    @property
+    def n_tokens(self) -> int:
+        """Sequence length of an image: its patches and, with pool=cls, the class token."""
+        return self.n_patches + (self.pool == Pool.CLS)
+
+    def check_model(self, model: ModelConfig) -> None:
+        """A ViT needs images, attention both ways and no rotary embeddings."""
+        if self.dataset == ImageSet.NONE:
+            images = [name for name in ImageSet if name != ImageSet.NONE]
+            raise ConfigError(f"vision.dataset=none gives a ViT no images; allowed: {', '.join(images)}")
+        for name in ("causal", "rope"):
+            if getattr(model, name):
+                raise ConfigError(f"model.{name}=true is not allowed with vision.dataset={self.dataset}; "
+                                  "allowed: false")
+
+    def validate(self) -> None:
+        self.convert_fields()  # also catches values assigned after construction
+        _positive("vision.patch_size", self.patch_size)
+        if self.dataset != ImageSet.NONE and self.side % self.patch_size:
+            raise ConfigError(
+                f"vision.patch_size={self.patch_size} must divide the {self.side}-pixel side of {self.dataset}; "
+                f"allowed: {[p for p in range(1, self.side + 1) if self.side % p == 0]}"
+            )
+
+
+COMMONSENSE_TASKS = "boolq,piqa,social_iqa,hellaswag,winogrande,arc_easy,arc_challenge,openbookqa"
+
+
+@dataclass
+class FinetuneConfig(_Section):
+    """Supervised fine-tuning (paper A section 5.2): a pre-trained model trained further on an
+    instruction mix of prompts and answers (`cod.data.instructions`)."""
+
+    section = "finetune"
+
+    base: str = ""  # model.pt of the pre-trained run to start from; empty: pre-train on text instead
+    tasks: str = COMMONSENSE_TASKS  # comma-separated tasks whose 'tune' halves make the mix (Commonsense170K's eight)
+    items_per_task: int = 0  # examples taken from each task (0: its whole 'tune' half)
+    loss_on: LossOn = LossOn.ANSWER  # tokens the loss covers
+
+    @property
+    def task_names(self) -> list[str]:
+        return [name.strip() for name in self.tasks.split(",") if name.strip()]
+
+    def validate(self) -> None:
+        self.convert_fields()  # also catches values assigned after construction
+        from cod.eval.tasks import TASKS  # the evaluation sets are the mix's source
+
+        unknown = [name for name in self.task_names if name not in TASKS or TASKS[name].greedy]
+        if unknown or not self.task_names:
+            allowed = [name for name, t in TASKS.items() if not t.greedy]
+            raise ConfigError(f"finetune.tasks={self.tasks!r}: {unknown or 'empty'} not allowed; "
+                              f"allowed: comma-separated names of {', '.join(allowed)}")
+        if self.items_per_task < 0:
+            raise ConfigError(f"finetune.items_per_task={self.items_per_task} must be >= 0")
+
+
+@dataclass
 class RunConfig(_Section):
     """Everything that determines one training run."""
 
@@ -293,6 +405,8 @@ class RunConfig(_Section):
     optim: OptimConfig = field(default_factory=OptimConfig)
     data: DataConfig = field(default_factory=DataConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+    vision: VisionConfig = field(default_factory=VisionConfig)
     seed: int = 0  # seeds initialisation, data order and dropout-free sampling
 
     def validate(self) -> "RunConfig":
@@ -301,6 +415,10 @@ class RunConfig(_Section):
         self.optim.validate()
         self.data.validate()
         self.train.validate()
+        self.finetune.validate()
+        self.vision.validate()
+        if self.vision.dataset != ImageSet.NONE:
+            self._validate_vision()
         if self.data.seq_len > self.model.max_seq_len:
             raise ConfigError(
                 f"data.seq_len={self.data.seq_len} exceeds model.max_seq_len={self.model.max_seq_len}; "
@@ -311,6 +429,16 @@ class RunConfig(_Section):
                 f"model.vocab_size={self.model.vocab_size} must equal data.vocab_size={self.data.vocab_size}"
             )
         return self
+
+    def _validate_vision(self) -> None:
+        """A ViT attends both ways, has learned positions, and its sequence is the image's tokens."""
+        self.vision.check_model(self.model)
+        if self.data.seq_len != self.vision.n_tokens:
+            raise ConfigError(
+                f"data.seq_len={self.data.seq_len} must equal the tokens per image of vision.dataset="
+                f"{self.vision.dataset} at vision.patch_size={self.vision.patch_size}, vision.pool={self.vision.pool}; "
+                f"allowed: {self.vision.n_tokens}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(dataclasses.asdict(self))
@@ -365,8 +493,9 @@ def _field_value(obj: Any, name: str, path: str) -> Any:
 
 def _coerce(obj: Any, name: str, path: str, value: Any) -> Any:
     kind = {f.name: f.type for f in dataclasses.fields(obj)}[name]
-    enum = next((e for e in (Norm, LNSPosition, Init, BranchGain, FFN, DataSource, Tokenizer, Precision, RopeScaling)
-                 if e.__name__ in str(kind)), None)
+    enums = (Norm, LNSPosition, Init, BranchGain, FFN, DataSource, Tokenizer, Precision, RopeScaling, LossOn,
+             ImageSet, Pool)
+    enum = next((e for e in enums if e.__name__ in str(kind)), None)
     if enum is not None:
         try:
             return enum(value)

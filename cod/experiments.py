@@ -13,6 +13,10 @@ weights are missing or it no longer matches its settings and code (`cod.fingerpr
 interrupted run resumes from its checkpoint. Every run's settings are validated before any
 of them starts.
 
+`finetunes:` declares experiments that fine-tune another experiment's runs (`base:`): each
+variant and seed starts from the base run of the same name and keeps its model and data
+settings; they train in DVC's finetune@NAME stage, after the base's train@ stage.
+
 `planned:` in params.yaml lists the runs that later notebooks will add (variants the code does
 not have yet); `cod.plan` costs them by their shape so that the whole profile's budget is known.
 """
@@ -30,11 +34,12 @@ from typing import Any
 
 import yaml
 
-from cod.config import ConfigError, RunConfig, apply_overrides, run_config
+from cod.config import ConfigError, ImageSet, RunConfig, apply_overrides, run_config
 from cod.train import is_complete
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ("smoke", "default", "paper")
+SECTIONS = ("experiments", "finetunes")  # where trained runs are declared
 
 
 @dataclass
@@ -102,12 +107,25 @@ def profile_settings(params: dict[str, Any]) -> dict[str, Any]:
     return params["profiles"][params["profile"]]
 
 
-def resolve_runs(experiment: str, params: dict[str, Any], section: str = "experiments") -> list[Run]:
-    """Every run of `experiment` under the active profile (settings validated unless planned)."""
+def section_of(experiment: str, params: dict[str, Any]) -> str:
+    """The section of params.yaml that declares `experiment` as a trained experiment."""
+    for section in SECTIONS:
+        if experiment in (params.get(section) or {}):
+            return section
+    known = [name for section in SECTIONS for name in (params.get(section) or {})]
+    raise ConfigError(f"experiment {experiment!r} is not declared; allowed: {', '.join(known)}")
+
+
+def resolve_runs(experiment: str, params: dict[str, Any], section: str | None = None) -> list[Run]:
+    """Every run of `experiment` under the active profile (settings validated unless planned);
+    `section` defaults to the one of SECTIONS that declares it."""
+    section = section or section_of(experiment, params)
     experiments = params.get(section) or {}
     if experiment not in experiments:
         raise ConfigError(f"{section}.{experiment} is not declared; allowed: {', '.join(experiments)}")
     spec, profile, name = experiments[experiment], profile_settings(params), params["profile"]
+    if section == "finetunes":
+        return _finetune_runs(experiment, spec, params)
     planned = f"#{spec.get('issue', '?')}" if section == "planned" else None
     runs = []
     for variant, changes in spec["variants"].items():
@@ -133,9 +151,32 @@ def resolve_runs(experiment: str, params: dict[str, Any], section: str = "experi
     return runs
 
 
+def _finetune_runs(experiment: str, spec: dict[str, Any], params: dict[str, Any]) -> list[Run]:
+    """The runs of a `finetunes:` entry: one per run of its base experiment whose variant it names."""
+    base = {(run.variant, run.seed): run for run in resolve_runs(spec["base"], params, "experiments")}
+    profile, runs = params["profile"], []
+    shared = {**spec.get("overrides", {}), **spec.get("profiles", {}).get(profile, {})}
+    for variant, changes in spec["variants"].items():
+        parents = sorted((run for (v, _), run in base.items() if v == variant), key=lambda run: run.seed)
+        if not parents:
+            raise ConfigError(f"finetunes.{experiment}: variant {variant!r} has no run in experiments.{spec['base']}; "
+                              f"allowed: {', '.join(sorted({v for v, _ in base}))}")
+        for parent in parents:
+            weights = (parent.weights / "model.pt").relative_to(ROOT)
+            overrides = {**parent.overrides, **shared, **(changes or {}), "finetune.base": str(weights)}
+            runs.append(Run(profile, experiment, variant, parent.seed, overrides))
+    runs.sort(key=lambda run: run.seed)
+    for run in runs:
+        try:
+            run.config
+        except ConfigError as error:
+            raise ConfigError(f"finetunes.{experiment}/{run.name}: {error}") from None
+    return runs
+
+
 def all_runs(params: dict[str, Any], planned: bool = True) -> list[Run]:
     """The runs of every experiment (and, with `planned`, of every planned one) of the profile."""
-    sections = ("experiments", "planned") if planned else ("experiments",)
+    sections = (*SECTIONS, "planned") if planned else SECTIONS
     return [run for section in sections for experiment in (params.get(section) or {})
             for run in resolve_runs(experiment, params, section)]
 
@@ -145,7 +186,8 @@ def datasets_needed(params: dict[str, Any]) -> dict[str, RunConfig]:
     needed: dict[str, RunConfig] = {}
     for run in all_runs(params, planned=False):
         cfg = run.config
-        needed.setdefault(cfg.data.dataset_dir, cfg)
+        if cfg.vision.dataset == ImageSet.NONE:  # image runs read no tokens
+            needed.setdefault(cfg.data.dataset_dir, cfg)
     return needed
 
 
@@ -166,7 +208,7 @@ def train(experiment: str, params: dict[str, Any], jobs: int | None = None) -> N
     runs = resolve_runs(experiment, params)
     for run in runs:
         dataset = ROOT / run.config.data.dataset_dir / "train.bin"
-        if not dataset.exists():
+        if run.config.vision.dataset == ImageSet.NONE and not dataset.exists():
             raise ConfigError(f"{dataset} not found (data.tokens_dir={run.config.data.tokens_dir}); "
                               "run `python -m cod.experiments prepare` or `dvc repro prepare`")
     jobs = jobs or profile_settings(params).get("jobs", 1)
@@ -198,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
 
         plan(params, args.runs)
     elif args.experiment is None:
-        parser.error(f"{args.action} needs an experiment; allowed: {', '.join(params.get('experiments', {}))}")
+        known = [name for section in SECTIONS for name in (params.get(section) or {})]
+        parser.error(f"{args.action} needs an experiment; allowed: {', '.join(known)}")
     elif args.action == "list":
         for run in resolve_runs(args.experiment, params):
             print(run.name, run.status(), json.dumps(run.overrides))

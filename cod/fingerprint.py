@@ -15,6 +15,14 @@ A finished run is kept (not retrained) when both still match:
   execute (another norm's branch, a new FFN) cannot change it.
 
 The list of code that feeds the fingerprint is therefore nowhere: it is whatever the probe runs.
+
+A fine-tuning run (`finetune.base` set) is probed as the pre-training of its model (the probe
+has no instruction mix), and its identity adds the digest of the weights it starts from:
+retraining the base model makes its fine-tuned runs stale. Where the base weights are absent
+(a fresh clone), the digest cannot be checked and the rest decides.
+
+A vision run (`vision.dataset` set) is probed on synthetic images of its dataset's shape and
+classes, at its own patch size and sequence length.
 """
 
 from __future__ import annotations
@@ -30,7 +38,8 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from cod.config import DataSource, Precision, RunConfig, Tokenizer, flatten, run_config
+from cod.config import DataSource, ImageSet, Precision, RunConfig, Tokenizer, VisionConfig, flatten, run_config
+from cod.data.images import FILES, write_idx
 
 COSMETIC = ("train.log_every", "train.threads")  # settings that never change a run's result
 DIGITS = 6  # significant digits kept of every probed number (float64 noise is ~1e-15)
@@ -82,7 +91,10 @@ def probe_config(cfg: RunConfig) -> RunConfig:
         "train.stats_every": 5 if cfg.train.stats_every else 0, "train.stats_tokens": 16,
         "train.eval_every": 5 if cfg.train.eval_every else 0, "train.eval_tokens": 64,
         "train.ckpt_every": 0, "train.precision": Precision.FP32.value, "train.threads": 1, "seed": 0,
+        "finetune.base": "",
     }
+    if cfg.vision.dataset != ImageSet.NONE:  # a ViT's sequence is its image's tokens: kept
+        changes.update({"data.seq_len": cfg.data.seq_len, "model.max_seq_len": cfg.model.max_seq_len})
     return run_config(settings(cfg), changes)
 
 
@@ -102,6 +114,8 @@ def _probe_hash(probe_settings: str) -> str:
         torch.set_default_dtype(torch.float64)
         with tempfile.TemporaryDirectory() as tmp:
             cfg.data.tokens_dir = str(_synthetic_tokens(Path(tmp) / "tokens"))
+            if cfg.vision.dataset != ImageSet.NONE:
+                cfg.vision.images_dir = str(_synthetic_images(Path(tmp) / "images", cfg.vision))
             out = Path(tmp) / "run"
             trainer = Trainer(cfg, out, device="cpu", distributed=False, quiet=True, identify=False)
             final = trainer.fit()
@@ -129,6 +143,18 @@ def _synthetic_tokens(folder: Path) -> Path:
     return folder
 
 
+def _synthetic_images(folder: Path, vision: VisionConfig) -> Path:
+    """A folder of the dataset's four IDX files holding fixed random images and labels
+    (48 training images, 4 of them validating, and 8 test images)."""
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 48), ("test", 8)):
+        images, labels = FILES[split]
+        write_idx(folder / images, rng.integers(0, 256, (n, vision.channels, vision.side, vision.side)))
+        write_idx(folder / labels, rng.integers(0, vision.n_classes, n))
+    return folder
+
+
 def _summary(t: torch.Tensor) -> list[float]:
     t = t.detach().double().flatten()
     return [t.sum().item(), t.abs().sum().item(), t.pow(2).sum().item(), *t[:2].tolist()]
@@ -146,13 +172,28 @@ def _rounded(value: Any) -> Any:
     return value
 
 
+def base_digest(cfg: RunConfig) -> str | None:
+    """SHA-256 (16 hex digits) of the weights a fine-tuning run starts from; None when the run
+    pre-trains or the file is absent."""
+    path = Path(cfg.finetune.base) if cfg.finetune.base else None
+    if path is None or not path.is_file():
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
 def describe(cfg: RunConfig) -> dict[str, Any]:
     """What a run records of its identity (in final.json and checkpoints)."""
-    return {"settings": settings(cfg), "behaviour": behaviour(cfg)}
+    identity = {"settings": settings(cfg), "behaviour": behaviour(cfg)}
+    if cfg.finetune.base:
+        identity["base"] = base_digest(cfg)
+    return identity
 
 
 def matches(record: Mapping[str, Any] | None, cfg: RunConfig) -> bool:
     """True when `record` (from `describe`) identifies the run `cfg` would make now."""
-    return (isinstance(record, Mapping) and record.get("behaviour") == behaviour(cfg)
-            and same_settings(record.get("settings", {}), cfg))
+    if not isinstance(record, Mapping):
+        return False
+    base = base_digest(cfg)
+    return (record.get("behaviour") == behaviour(cfg) and same_settings(record.get("settings", {}), cfg)
+            and (base is None or record.get("base") == base))
 

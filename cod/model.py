@@ -3,7 +3,9 @@
 RMSNorm, SwiGLU, rotary position embeddings (optionally with Llama 3.1's scaling), causal
 scaled-dot-product attention with any number of key/value heads (MHA, GQA, MQA), untied
 embeddings by default, no biases except optional q/k/v ones (Qwen2). Parameter names follow
-Hugging Face's LLaMA (q_proj ... down_proj) so weights map one to one.
+Hugging Face's LLaMA (q_proj ... down_proj) so weights map one to one. `model.causal=false`
+and `model.rope=false` give the bidirectional, position-free blocks of a ViT (`cod.vision`,
+which replaces the layers before and after the blocks).
 
 Named states. `model(idx, keep=["resid_post", "mlp_out"])` returns, in `out.states`:
     resid_pre.{i}   residual stream entering step i (resid_pre.0 = token embeddings)
@@ -38,8 +40,8 @@ STATE_KINDS = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post", "f
 
 @dataclass
 class ModelOutput:
-    logits: torch.Tensor  # (B, T, V)
-    loss: torch.Tensor | None = None  # mean next-token cross-entropy when targets are given
+    logits: torch.Tensor  # (B, T, V); a ViT's: (B, n_classes)
+    loss: torch.Tensor | None = None  # mean next-token (a ViT's: class) cross-entropy when targets are given
     states: dict[str, torch.Tensor] = field(default_factory=dict)  # name -> (B, T, D)
 
 
@@ -103,6 +105,7 @@ class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.kv_heads, cfg.head_dim
+        self.causal, self.rope = cfg.causal, cfg.rope
         self.q_proj = nn.Linear(cfg.d_model, cfg.n_heads * cfg.head_dim, bias=cfg.qkv_bias)
         self.k_proj = nn.Linear(cfg.d_model, cfg.kv_heads * cfg.head_dim, bias=cfg.qkv_bias)
         self.v_proj = nn.Linear(cfg.d_model, cfg.kv_heads * cfg.head_dim, bias=cfg.qkv_bias)
@@ -113,19 +116,23 @@ class Attention(nn.Module):
         q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
         k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, KV, T, hd)
         v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, KV, T, hd)
+        if not self.rope:
+            return q, k, v
         return apply_rotary(q, *rope), apply_rotary(k, *rope), v
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         B, T, _ = x.shape
         q, k, v = self.qkv(x, rope)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.n_kv_heads != self.n_heads)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, enable_gqa=self.n_kv_heads != self.n_heads)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))  # (B, T, D)
 
     def pattern(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        """Causal attention probabilities (B, H, T, T) for analysis (x is the normed input)."""
+        """Attention probabilities (B, H, T, T) for analysis (x is the normed input)."""
         q, k, _ = self.qkv(x, rope)
         k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
         scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+        if not self.causal:
+            return scores.softmax(dim=-1)
         T = x.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
         return scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)
@@ -234,27 +241,35 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
+    EMBEDDINGS = ("embed_tokens",)  # names of the input embeddings, exempt from weight decay by default
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         cfg.validate()
         self.cfg = cfg
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.build_embedding()
         self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(1, cfg.n_layers + 1))
         last_norm = block_norm(cfg, cfg.n_layers)
         groups = cfg.norm_groups if last_norm == Norm.GROUP_LN else 1
         self.final_norm = nn.Identity() if last_norm in POST_NORMS else RMSNorm(cfg.d_model, cfg.norm_eps, groups)
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-        if cfg.tie_embeddings:
-            self.lm_head.weight = self.embed_tokens.weight
+        self.build_head()
         self.rotary = Rotary(cfg)
         self.reset_parameters()
 
+    def build_embedding(self) -> None:
+        """The layers in front of the first block: the token embedding."""
+        self.embed_tokens = nn.Embedding(self.cfg.vocab_size, self.cfg.d_model)
+
+    def build_head(self) -> None:
+        """The layers behind the final norm: the unembedding (tied to the embedding if asked)."""
+        self.lm_head = nn.Linear(self.cfg.d_model, self.cfg.vocab_size, bias=False)
+        if self.cfg.tie_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+
     # ------------------------------------------------------------------ initialisation
     def reset_parameters(self) -> None:
-        cfg, std = self.cfg, self.cfg.init_std
-        nn.init.normal_(self.embed_tokens.weight, std=std)
-        if not cfg.tie_embeddings:
-            nn.init.normal_(self.lm_head.weight, std=std)
+        cfg = self.cfg
+        self.reset_embedding_and_head()
         for block in self.blocks:
             for name, linear in block.named_modules():
                 if isinstance(linear, nn.Linear):
@@ -271,8 +286,15 @@ class Transformer(nn.Module):
                     nn.init.constant_(module.gain, init)
         if isinstance(self.final_norm, RMSNorm):
             nn.init.ones_(self.final_norm.weight)
-        if cfg.norm == Norm.ADMIN and not self.embed_tokens.weight.is_meta:
+        if cfg.norm == Norm.ADMIN and not next(self.parameters()).is_meta:
             self.profile_admin()
+
+    def reset_embedding_and_head(self) -> None:
+        """N(0, init_std^2) embedding and unembedding."""
+        std = self.cfg.init_std
+        nn.init.normal_(self.embed_tokens.weight, std=std)
+        if not self.cfg.tie_embeddings:
+            nn.init.normal_(self.lm_head.weight, std=std)
 
     @torch.no_grad()
     def profile_admin(self, idx: torch.Tensor | None = None) -> list[float]:
@@ -284,15 +306,13 @@ class Transformer(nn.Module):
         this is Liu et al.'s sqrt(sum_{j<i} Var[f_j]) plus the embeddings' share; at the first
         sublayer it is 1 (the embeddings pass unweighted). Variances are over all elements; `idx`
         defaults to 8 sequences of random token ids, which profile like text at initialisation
-        (the embedding rows are i.i.d.). Returns the omegas."""
+        (the embedding rows are i.i.d.; `random_input`). Returns the omegas."""
         sublayers = [sub for block in self.blocks for sub in (block.attn, block.mlp)]
         for sub in sublayers:
             sub.residual_weight.fill_(1.0)
-        if idx is None:
-            shape = (8, min(64, self.cfg.max_seq_len))
-            idx = torch.randint(self.cfg.vocab_size, shape, generator=torch.Generator().manual_seed(0))
+        idx = self.random_input() if idx is None else idx
         keep = ["resid_pre", "attn_out", "resid_mid", "mlp_out"]
-        states = self(idx.to(self.embed_tokens.weight.device), keep=keep).states
+        states = self(idx.to(next(self.parameters()).device), keep=keep).states
         total, omegas = states["resid_pre.0"].var(), []
         for i, sub in enumerate(sublayers):
             block, is_attn = i // 2, i % 2 == 0
@@ -301,6 +321,11 @@ class Transformer(nn.Module):
             sub.residual_weight.fill_(omegas[-1])
             total = total + states[f"{'attn' if is_attn else 'mlp'}_out.{block}"].var()
         return omegas
+
+    def random_input(self) -> torch.Tensor:
+        """A fixed batch of 8 random inputs for profiling: token ids (8, min(64, max_seq_len))."""
+        shape = (8, min(64, self.cfg.max_seq_len))
+        return torch.randint(self.cfg.vocab_size, shape, generator=torch.Generator().manual_seed(0))
 
     # ------------------------------------------------------------------ forward pieces
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
@@ -368,8 +393,12 @@ class Transformer(nn.Module):
     def num_params(self, embeddings: bool = True) -> int:
         total = sum(p.numel() for p in self.parameters())
         if not embeddings:
-            total -= sum(p.numel() for p in {self.embed_tokens.weight, self.lm_head.weight})
+            total -= sum(p.numel() for p in self.embedding_parameters())
         return total
+
+    def embedding_parameters(self) -> set[nn.Parameter]:
+        """Parameters of the layers before and after the blocks (left out by num_params(embeddings=False))."""
+        return set(self.parameters()) - set(self.blocks.parameters()) - set(self.final_norm.parameters())
 
 
 _INPUT_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")

@@ -1,12 +1,39 @@
-"""Plot helpers shared by the notebooks: depth colours and seed spreads drawn the same way."""
+"""The notebooks' shared figure style and plot helpers: depth colours, seed spreads, heatmaps
+on one colour scale, and the paper's values on their own axis, drawn the same way everywhere.
+
+Importing this module sets the style once (`STYLE`): mathtext for formulas in labels (write
+`SIGMA2`, not "sigma^2"), constrained layout so labels do not collide, and figures saved at
+a fixed resolution with tight bounds.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+
+STYLE = {
+    "figure.constrained_layout.use": True,  # labels, titles and colour bars never overlap
+    "axes.formatter.use_mathtext": True,  # 10^3, not 1e3, on log axes
+    "mathtext.fontset": "dejavusans",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "savefig.dpi": 120,
+    "savefig.bbox": "tight",
+}
+mpl.rcParams.update(STYLE)
+
+SIGMA2 = r"$\sigma^2$"  # output variance
+JACOBIAN_DEVIATION = r"$\|J - I\|_F\,/\,d$"  # distance of a block Jacobian from the identity
 
 
 def depth_colors(n_layers: int) -> list:
@@ -39,23 +66,50 @@ def depth_profile(ax, stats: pd.DataFrame, step: int, color, label: str, value: 
 
 
 def save(fig, figures_dir: str | Path, name: str) -> Path:
-    """Save `fig` as figures_dir/name.png and return the path."""
+    """Save `fig` as figures_dir/name.png (in the module's style) and return the path."""
     path = Path(figures_dir) / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    fig.savefig(path)
     return path
 
 
-def loss_curves(ax, history: pd.DataFrame, variants: dict[str, str], smooth: int = 1) -> None:
-    """Training loss against tokens for {label: variant}: mean over seeds (each seed's curve a
-    running mean over `smooth` logged steps first), min..max band; a diverged seed's curve
-    stops where its history does. Colours follow the order of `variants`."""
+def heatmaps(fig, axes, matrices: list[np.ndarray], label: str, cmap: str = "viridis", symmetric: bool = False,
+             **imshow_kwargs):
+    """One image per axis on ONE colour scale (the range of all matrices; centred on 0 when
+    `symmetric`) and one colour bar for them all, labelled `label`; returns the colour bar."""
+    finite = np.concatenate([np.asarray(m, float)[np.isfinite(m)].ravel() for m in matrices])
+    if symmetric:
+        top = float(np.abs(finite).max())
+        vmin, vmax = -top, top
+    else:
+        vmin, vmax = float(finite.min()), float(finite.max())
+    image = None
+    for ax, matrix in zip(np.ravel(axes), matrices):
+        image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, **imshow_kwargs)
+    return fig.colorbar(image, ax=np.ravel(axes).tolist(), label=label, shrink=0.8)
+
+
+def paper_axis(ax, x, values, label: str, color: str = "0.45", **plot_kwargs):
+    """The paper's values against the same x, on a twin y axis of their own (their units and
+    scale), drawn grey and dashed; returns the twin axis."""
+    twin = ax.twinx()
+    twin.plot(x, values, color=color, linestyle="--", marker="s", markersize=3, label=label, **plot_kwargs)
+    twin.set_ylabel(label, color=color)
+    twin.tick_params(axis="y", colors=color)
+    twin.spines["right"].set_visible(True)
+    return twin
+
+
+def loss_curves(ax, history: pd.DataFrame, variants: dict[str, str], smooth: int = 1, x: str = "tokens") -> None:
+    """Training loss against `x` (tokens or step) for {label: variant}: mean over seeds (each
+    seed's curve a running mean over `smooth` logged steps first), min..max band; a diverged
+    seed's curve stops where its history does. Colours follow the order of `variants`."""
     for color, (label, variant) in zip(plt.cm.tab10.colors, variants.items()):
         rows = history[history["variant"] == variant]
         if rows.empty:
             continue
-        table = rows.pivot_table(index="tokens", columns="seed", values="loss")
+        table = rows.pivot_table(index=x, columns="seed", values="loss")
         table = table.rolling(smooth, min_periods=1).mean()
         seed_band(ax, table.index, table, color, label=label)
-    ax.set_xlabel("training tokens")
+    ax.set_xlabel("training tokens" if x == "tokens" else "training step")
     ax.set_ylabel("training loss")

@@ -12,6 +12,16 @@ Files in --weights (large, DVC-cached):
     ckpt.pt         model + optimiser + step, written every train.ckpt_every steps; a run
                     started again with the same settings resumes from it exactly
     model.pt        final weights and config, for analyses
+
+Fine-tuning is the same trainer with `finetune.base` set: it starts from that model.pt
+(whose model settings must equal the run's), reads batches of the instruction mix
+(`cod.data.instructions`) instead of text windows, and keeps everything else: schedule,
+statistics, validation loss on text, checkpoints and exact resume.
+
+Image classification is the same trainer with `vision.dataset` set: a Vision Transformer
+(`cod.vision`) on batches of images (`cod.data.images`); the variance statistics are taken on
+fixed validation images, the validation loss on all of them, and final.json holds the top-1
+accuracies `val_acc` and `test_acc` (no perplexities).
 """
 
 from __future__ import annotations
@@ -37,21 +47,26 @@ import torch
 import torch.distributed as dist
 
 from cod import fingerprint
-from cod.config import ConfigError, Precision, RunConfig, run_config
+from cod.config import ConfigError, ImageSet, Precision, RunConfig, run_config, run_config_from_dict
+from cod.data.images import ImageBatches, load_images
+from cod.data.instructions import InstructionBatches
 from cod.data.loader import TokenBatches, eval_windows
 from cod.data.prepare import prepare_command
 from cod.model import Transformer
 from cod.metrics.variance import layer_variances
+from cod.vision import VisionTransformer
+
+EVAL_IMAGES = 500  # images per forward pass when a ViT is evaluated
 
 
 # ----------------------------------------------------------------------------- optimiser
 
 
-def param_groups(model: torch.nn.Module, weight_decay: float, decay_all: bool) -> list[dict]:
-    """Decay matrices; norms, gains and the input embedding only when `decay_all`."""
+def param_groups(model: Transformer, weight_decay: float, decay_all: bool) -> list[dict]:
+    """Decay matrices; norms, gains, biases and the input embeddings only when `decay_all`."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
-        exempt = p.ndim < 2 or name.startswith("embed_tokens")
+        exempt = p.ndim < 2 or name.startswith(model.EMBEDDINGS)
         (no_decay if exempt and not decay_all else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
@@ -119,14 +134,28 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         np.random.seed(cfg.seed)
         dataset = Path(cfg.data.dataset_dir)
-        if not (dataset / "train.bin").exists():
+        vision = cfg.vision.dataset != ImageSet.NONE
+        if not vision and not (dataset / "train.bin").exists():
             raise FileNotFoundError(
                 f"no token arrays in {dataset} (data.tokens_dir={cfg.data.tokens_dir}, data.tokenizer="
                 f"{cfg.data.tokenizer}, data.vocab_size={cfg.data.vocab_size}): run `{prepare_command(cfg.data)}`")
-        self.batches = TokenBatches(dataset / "train.bin", cfg.data.seq_len, cfg.data.batch_size, cfg.seed,
-                                    rank=self.dist.rank, world_size=self.dist.world_size)
+        if cfg.finetune.base and not Path(cfg.finetune.base).is_file():
+            raise FileNotFoundError(f"finetune.base={cfg.finetune.base} not found: train the pre-trained run "
+                                    "first (its experiment's train@ stage)")
+        self.images = load_images(cfg.vision) if vision else None  # split -> Images
+        if self.images is not None:
+            self.batches = ImageBatches(self.images["train"], cfg.data.batch_size, cfg.seed,
+                                        rank=self.dist.rank, world_size=self.dist.world_size)
+        elif cfg.finetune.base:
+            from cod.eval.lm import load_tokenizer
+
+            self.batches = InstructionBatches(cfg, load_tokenizer(dataset), self.dist.rank, self.dist.world_size)
+        else:
+            self.batches = TokenBatches(dataset / "train.bin", cfg.data.seq_len, cfg.data.batch_size, cfg.seed,
+                                        rank=self.dist.rank, world_size=self.dist.world_size)
         self.dataset = dataset
-        self.model = Transformer(cfg.model).to(self.dist.device)
+        model = VisionTransformer(cfg.model, cfg.vision) if vision else Transformer(cfg.model)
+        self.model = model.to(self.dist.device)
         self.net = self.model
         if self.dist.world_size > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model)
@@ -136,16 +165,20 @@ class Trainer:
             fused=self.dist.device.type == "cuda",
         )
         self.step = 0
+        self.tokens = 0  # input tokens seen, padding included, summed over processes
         self.bad_checks = 0
         self.diverged_at: int | None = None
         self.stats_batch = self._stats_batch()
 
     # .................................................................. bookkeeping
     def _stats_batch(self) -> torch.Tensor:
-        """A fixed slice of validation tokens on which per-layer variances are measured."""
+        """A fixed slice of validation tokens (or images) on which per-layer variances are measured."""
         seq = self.cfg.data.seq_len
         n_seq = max(1, self.cfg.train.stats_tokens // seq)
-        x, _ = next(eval_windows(self.dataset / "val.bin", seq, n_seq, n_seq * seq))
+        if self.images is not None:
+            x, _ = self.images["val"].tensors(slice(0, n_seq))
+        else:
+            x, _ = next(eval_windows(self.dataset / "val.bin", seq, n_seq, n_seq * seq))
         return x.to(self.dist.device)
 
     def _autocast(self):
@@ -169,6 +202,7 @@ class Trainer:
         state = {
             "identity": self.identity,
             "step": self.step,
+            "tokens": self.tokens,
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "bad_checks": self.bad_checks,
@@ -189,6 +223,7 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.step, self.bad_checks = state["step"], state["bad_checks"]
+        self.tokens = state.get("tokens", self.step * self.cfg.data.batch_size * self.cfg.data.seq_len)
         torch.set_rng_state(state["rng"])
         self._truncate_history(self.step)
         self._say(f"resumed from step {self.step}")
@@ -200,9 +235,18 @@ class Trainer:
             rows = [line for line in path.read_text().splitlines() if json.loads(line)["step"] <= step]
             path.write_text("".join(r + "\n" for r in rows))
 
+    def load_base(self) -> None:
+        """Start from the weights of finetune.base, a model of exactly this run's model settings."""
+        state = torch.load(self.cfg.finetune.base, map_location=self.dist.device, weights_only=False)
+        if run_config_from_dict(state["config"]).model != self.cfg.model:
+            raise ConfigError(f"finetune.base={self.cfg.finetune.base} has other model settings than this run; "
+                              "give the run the base's model.* settings")
+        self.model.load_state_dict(state["model"])
+
     # .................................................................. training
     def train_step(self) -> tuple[float, float]:
         x, y = self.batches.batch(self.step)
+        self.tokens += (x.numel() if self.images is None else len(x) * self.cfg.data.seq_len) * self.dist.world_size
         x, y = x.to(self.dist.device, non_blocking=True), y.to(self.dist.device, non_blocking=True)
         lr = lr_at(self.step, self.cfg)
         for group in self.optimizer.param_groups:
@@ -230,6 +274,8 @@ class Trainer:
         resumed = self.try_resume()
         if not resumed:
             (self.out / "history.jsonl").unlink(missing_ok=True)
+            if self.cfg.finetune.base:
+                self.load_base()
             if self.dist.main:
                 (self.out / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2) + "\n")
             if t.stats_every:
@@ -237,8 +283,7 @@ class Trainer:
         self._say(f"{self.model.num_params():,} parameters, {t.steps} steps of "
                   f"{self.cfg.data.batch_size}x{self.cfg.data.seq_len} tokens on {self.dist.device} "
                   f"x{self.dist.world_size}")
-        tokens_per_step = self.cfg.data.batch_size * self.cfg.data.seq_len
-        start, start_step = time.perf_counter(), self.step
+        start, start_tokens = time.perf_counter(), self.tokens
         self.model.train()
         while self.step < t.steps and self.diverged_at is None:
             loss, grad_norm = self.train_step()
@@ -252,27 +297,30 @@ class Trainer:
                 self.bad_checks = 0
             if self.step % t.log_every == 0 or self.step == t.steps or self.diverged_at:
                 elapsed = time.perf_counter() - start
-                speed = (self.step - start_step) * tokens_per_step / max(elapsed, 1e-9)
+                speed = (self.tokens - start_tokens) / max(elapsed, 1e-9)
                 lr = lr_at(self.step - 1, self.cfg)
                 self._log({"step": self.step, "loss": _finite(loss), "lr": lr, "grad_norm": _finite(grad_norm),
-                           "tokens": self.step * tokens_per_step, "tokens_per_s": round(speed, 1)})
-                eta = (t.steps - self.step) * tokens_per_step / max(speed, 1e-9)
+                           "tokens": self.tokens, "tokens_per_s": round(speed, 1)})
+                eta = (t.steps - self.step) * self.tokens / self.step / max(speed, 1e-9)
                 self._say(f"step {self.step:>6}/{t.steps} loss {loss:7.4f} lr {lr:.2e} "
                           f"gnorm {grad_norm:7.3f} {speed:8.0f} tok/s eta {_duration(eta)}")
             if t.stats_every and self.step % t.stats_every == 0 and self.diverged_at is None:
                 self.record_stats()
             if t.eval_every and self.step % t.eval_every == 0 and self.diverged_at is None:
-                self._log({"step": self.step, "val_loss": self.evaluate("val.bin")})
+                self._log({"step": self.step, "val_loss": self.evaluate("val")})
             if t.ckpt_every and self.step % t.ckpt_every == 0:
                 self.save_checkpoint()
         if self.diverged_at:
             self._say(f"diverged at step {self.diverged_at} (loss {loss}); recorded, not raised")
-        return self.finish(loss, time.perf_counter() - start, start_step)
+        return self.finish(loss, time.perf_counter() - start, start_tokens)
 
     @torch.no_grad()
     def evaluate(self, split: str) -> float | None:
-        """Mean next-token loss over the first train.eval_tokens tokens of a validation split."""
-        path = self.dataset / split
+        """Mean next-token loss over the first train.eval_tokens tokens of a validation split
+        (val, val_bbc); a ViT's: the class loss over all images of the split."""
+        if self.images is not None:
+            return self.classify(split)[0] if split in self.images else None
+        path = self.dataset / f"{split}.bin"
         if not path.exists():
             return None
         self.model.eval()
@@ -285,28 +333,48 @@ class Trainer:
         self.model.train()
         return total / count
 
-    def finish(self, last_loss: float, elapsed: float, start_step: int) -> dict:
+    @torch.no_grad()
+    def classify(self, split: str) -> tuple[float, float]:
+        """A ViT's mean class loss and top-1 accuracy over every image of `split` (val, test)."""
+        images, loss, correct = self.images[split], 0.0, 0
+        self.model.eval()
+        for first in range(0, len(images), EVAL_IMAGES):
+            x, y = (t.to(self.dist.device) for t in images.tensors(slice(first, first + EVAL_IMAGES)))
+            with self._autocast():
+                out = self.model(x, y)
+            loss, correct = loss + out.loss.item() * len(y), correct + (out.logits.argmax(-1) == y).sum().item()
+        self.model.train()
+        return loss / len(images), correct / len(images)
+
+    def scores(self) -> dict:
+        """The final validation results: losses and perplexities, or a ViT's losses and accuracies."""
+        if self.images is None:
+            val, val_bbc = (None, None) if self.diverged_at else (self.evaluate("val"), self.evaluate("val_bbc"))
+            return {"val_loss": val, "val_ppl": _ppl(val), "val_bbc_loss": val_bbc, "val_bbc_ppl": _ppl(val_bbc)}
+        if self.diverged_at:
+            (val, val_acc), (test, test_acc) = (None, None), (None, None)
+        else:
+            (val, val_acc), (test, test_acc) = self.classify("val"), self.classify("test")
+        return {"val_loss": val, "val_ppl": None, "val_bbc_loss": None, "val_bbc_ppl": None,
+                "val_acc": val_acc, "test_loss": test, "test_acc": test_acc}
+
+    def finish(self, last_loss: float, elapsed: float, start_tokens: int) -> dict:
         status = "diverged" if self.diverged_at else "completed"
-        val = None if self.diverged_at else self.evaluate("val.bin")
-        val_bbc = None if self.diverged_at else self.evaluate("val_bbc.bin")
-        steps_run = self.step - start_step
         final = {
             "name": self.name,
             "status": status,
             "diverged_at": self.diverged_at,
             "steps": self.step,
-            "tokens": self.step * self.cfg.data.batch_size * self.cfg.data.seq_len,
+            "tokens": self.tokens,
             "final_train_loss": _finite(last_loss),
-            "val_loss": val,
-            "val_ppl": _ppl(val),
-            "val_bbc_loss": val_bbc,
-            "val_bbc_ppl": _ppl(val_bbc),
+            **self.scores(),
             "params": self.model.num_params(),
             "params_non_embedding": self.model.num_params(embeddings=False),
             "seed": self.cfg.seed,
             "behaviour": self.identity and self.identity["behaviour"],
+            **({"base": self.identity and self.identity["base"]} if self.cfg.finetune.base else {}),
             "wall_s": round(elapsed, 1),
-            "tokens_per_s": round(steps_run * self.cfg.data.batch_size * self.cfg.data.seq_len / max(elapsed, 1e-9), 1),
+            "tokens_per_s": round((self.tokens - start_tokens) / max(elapsed, 1e-9), 1),
             "device": str(self.dist.device),
             "world_size": self.dist.world_size,
         }
@@ -314,8 +382,11 @@ class Trainer:
             torch.save({"config": self.cfg.to_dict(), "model": self.model.state_dict()}, self.weights / "model.pt")
             (self.weights / "ckpt.pt").unlink(missing_ok=True)
             (self.out / "final.json").write_text(json.dumps(final, indent=2) + "\n")
-            ppl = "-" if final["val_ppl"] is None else f"{final['val_ppl']:.2f}"
-            self._say(f"{status}: val ppl {ppl}, {final['tokens_per_s']:.0f} tok/s, {elapsed:.0f}s")
+            if self.images is None:
+                result = f"val ppl {_shown(final['val_ppl'], '.2f')}"
+            else:
+                result = f"val acc {_shown(final['val_acc'], '.4f')}, test acc {_shown(final['test_acc'], '.4f')}"
+            self._say(f"{status}: {result}, {final['tokens_per_s']:.0f} tok/s, {elapsed:.0f}s")
         return final
 
 
@@ -325,6 +396,10 @@ def _finite(x: float | None) -> float | None:
 
 def _ppl(loss: float | None) -> float | None:
     return None if loss is None else math.exp(min(loss, 50.0))
+
+
+def _shown(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
 
 
 def _duration(seconds: float) -> str:
@@ -338,7 +413,9 @@ def is_complete(out: Path, cfg: RunConfig) -> bool:
     final, config = Path(out) / "final.json", Path(out) / "config.json"
     if not final.exists() or not config.exists():
         return False
-    record = {"settings": json.loads(config.read_text()), "behaviour": json.loads(final.read_text()).get("behaviour")}
+    result = json.loads(final.read_text())
+    record = {"settings": json.loads(config.read_text()), "behaviour": result.get("behaviour"),
+              "base": result.get("base")}
     return fingerprint.matches(record, cfg)
 
 

@@ -39,10 +39,9 @@
 # encoder, which has no SQuAD or masked-LM head, the **representation drop** 1 - cos between
 # the mean-pooled sentence embedding with the layer removed and without (`cod.adapters.
 # HFEncoder`). Angular distance: `cod.metrics.angular` on the residual stream entering each
-# block. Jacobians: `cod.metrics.jacobian`, the per-token Jacobian d y_t / d x_t of a block,
-# averaged over one sampled token per sequence; diagonal dominance is read as the share of
-# the squared Frobenius norm on the diagonal, diag(J)^2 / |J|^2, beside ||J - I||_F / d.
-# Shallow = first third of the blocks, deep = last third.
+# block. Jacobians: `cod.metrics.jacobian`, the per-token Jacobian d y_t / d x_t of a block at
+# one sampled token per sequence; closeness to the identity is ||J_t - I||_F / d per token,
+# beside the share of the squared Frobenius norm on the diagonal, diag(J)^2 / |J|^2.
 #
 # Appendix C, Fig. 10 (the vision and language branches of Qwen2.5-VL-7B) is not reproduced:
 # no vision-language model ships offline.
@@ -58,7 +57,7 @@ arc_limit = None  # ARC-Easy items for the accuracy drop of the decoder; 0 skips
 arc_layers = None  # removed decoder blocks scored on ARC-Easy, 0-based (default: first, middle, last)
 jacobian_sequences = None  # sequences per block Jacobian, one token sampled in each (smoke 2, default 6)
 jacobian_seq_len = 16  # tokens per Jacobian sequence
-jacobian_blocks = None  # evenly spaced blocks whose Jacobian is computed (smoke 2, default 7)
+jacobian_blocks = None  # evenly spaced blocks whose Jacobian is computed (smoke 2, default 30 = every block)
 threads = 1  # torch threads: one is fastest on the shared 2-core CPU (two collapse under load)
 
 # %%
@@ -66,13 +65,14 @@ figures_dir = figures_dir or f"figures/{profile}/a1_open_weight_models"
 
 # %%
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
-from IPython.display import display
+from IPython.display import Markdown, display
 
 from cod import plots
 from cod.adapters import as_layer_model
@@ -86,11 +86,11 @@ from cod.metrics.angular import angular_distance, angular_distances, by_offset
 from cod.metrics.jacobian import token_jacobians
 from cod.metrics.pruning import layer_removal
 from cod.metrics.stream import residual_stream
-from cod.results import save_claims
+from cod.verdicts import Claims, compare
 
 SCALE = {
     "smoke": dict(seq_len=32, text_tokens=64, groups=2, arc_limit=0, jacobian_sequences=2, jacobian_blocks=2),
-    "default": dict(seq_len=128, text_tokens=1024, groups=4, arc_limit=50, jacobian_sequences=6, jacobian_blocks=7),
+    "default": dict(seq_len=128, text_tokens=1024, groups=4, arc_limit=50, jacobian_sequences=6, jacobian_blocks=30),
     # the paper's scale where it can be had (all ARC-Easy items, every block); an hour or two on this CPU
     "paper": dict(seq_len=256, text_tokens=32768, groups=8, arc_limit=570, jacobian_sequences=32, jacobian_blocks=30),
 }
@@ -174,7 +174,7 @@ if arc_limit and decoders:
                                    "arc_easy", limit=arc_limit)
     full = score(None)
     rows = [{"removed": "none", **full}] + [
-        {"removed": l, **score([k for k in range(m["n_layers"]) if k != l])} for l in layers]
+        {"removed": blk, **score([k for k in range(m["n_layers"]) if k != blk])} for blk in layers]
     arc = pd.DataFrame(rows)
     arc["drop_acc"] = full["acc"] - arc["acc"]
     arc["drop_acc_norm"] = full["acc_norm"] - arc["acc_norm"]
@@ -183,7 +183,7 @@ if arc_limit and decoders:
 
 # %%
 MEASURE = {"decoder": "next-token loss increase (nats)", "encoder": "1 - cos(sentence embedding)"}
-fig, axes = plt.subplots(1, len(loaded), figsize=(6.5 * len(loaded), 3.8), constrained_layout=True)
+fig, axes = plt.subplots(1, len(loaded), figsize=(6.5 * len(loaded), 3.8))
 for ax, (name, m) in zip(np.atleast_1d(axes), loaded.items()):
     table = pd.DataFrame(np.stack([r.loss_increase for r in removal[name]], axis=1))
     layers = np.arange(1, m["n_layers"] + 1)
@@ -198,34 +198,37 @@ for ax, (name, m) in zip(np.atleast_1d(axes), loaded.items()):
         twin.plot(kept["removed"].astype(int) + 1, kept["drop_acc"] * 100, "s", color="C1", label="ARC-E acc drop")
         twin.set_ylabel("ARC-Easy accuracy drop (points)", color="C1")
         twin.set_ylim(min(0, twin.get_ylim()[0]), None)
-        twin.legend(loc="upper right", fontsize=8)
+        twin.legend(loc="upper right")
 plots.save(fig, figures_dir, "fig2_layer_removal")
 plt.show()
 
 # %% [markdown]
 # ## Fig. 2 (bottom): angular distance between the inputs of layers l and l + n
 # Left: each column a starting layer l, each row an offset n (paper A's layout), mean over
-# all groups. Right: adjacent layers (n = 1) against relative depth, for both models.
+# all groups, both models on one colour scale. Right: adjacent layers (n = 1) against relative
+# depth, for both models (mean over groups, min..max band).
 
 # %%
-fig, axes = plt.subplots(1, len(loaded) + 1, figsize=(5 * (len(loaded) + 1), 4))
-for ax, (name, m) in zip(axes, loaded.items()):
-    grid = by_offset(np.mean(distances[name], axis=0))
-    image = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis_r", vmin=0, vmax=max(0.5, np.nanmax(grid)),
-                      extent=(0.5, m["n_layers"] + 0.5, 0.5, m["n_layers"] + 0.5))
-    ax.set_xlabel("layer l")
-    ax.set_ylabel("offset n")
-    ax.set_title(name)
-    fig.colorbar(image, ax=ax, label="angular distance")
+fig = plt.figure(figsize=(5 * (len(loaded) + 1), 4))
+left, right = fig.subfigures(1, 2, width_ratios=[len(loaded), 1])
+grid_axes = left.subplots(1, len(loaded))
+grids = [by_offset(np.mean(distances[name], axis=0)) for name in loaded]
+plots.heatmaps(left, grid_axes, grids, "angular distance $d(x^l, x^{l+n})$", cmap="viridis_r", origin="lower",
+               aspect="auto")
+for ax, (name, m) in zip(np.atleast_1d(grid_axes), loaded.items()):
+    ticks = list(range(1, m["n_layers"] + 1)) if m["n_layers"] <= 12 else [1, *range(5, m["n_layers"] + 1, 5)]
+    ax.set_xticks([t - 1 for t in ticks], ticks)
+    ax.set_yticks([t - 1 for t in ticks], ticks)
+    ax.set(xlabel="layer $l$", ylabel="offset $n$", title=name)
 adjacent = {name: np.stack([np.diag(d, 1) for d in distances[name]], axis=1) for name in loaded}
+ax = right.subplots()
 for name, table in adjacent.items():
     depth = np.arange(1, len(table) + 1) / len(table)
-    plots.seed_band(axes[-1], depth, pd.DataFrame(table), "C0" if loaded[name]["kind"] == "decoder" else "C3",
+    plots.seed_band(ax, depth, pd.DataFrame(table), "C0" if loaded[name]["kind"] == "decoder" else "C3",
                     label=name, marker="o", markersize=3)
-axes[-1].axhline(0.2, color="grey", linestyle=":", linewidth=1)
-axes[-1].set_xlabel("relative depth l / L")
-axes[-1].set_ylabel("d(x^l, x^{l+1})")
-axes[-1].legend(fontsize=8)
+ax.axhline(0.2, color="grey", linestyle=":", linewidth=1, label="0.2 (paper's mark)")
+ax.set(xlabel="relative depth $l / L$", ylabel="$d(x^l, x^{l+1})$", title="adjacent layers")
+ax.legend()
 plots.save(fig, figures_dir, "fig2_angular_distance")
 plt.show()
 
@@ -236,6 +239,7 @@ plt.show()
 # those three dimensions left out, on the first two windows.
 
 # %%
+top3 = {}
 for name in decoders:
     h = residual_stream(loaded[name]["model"], loaded[name]["idx"][:2]).h
     top = h[len(h) // 3].pow(2).mean((0, 1)).topk(3).indices
@@ -247,15 +251,20 @@ for name in decoders:
         "adjacent distance": [angular_distance(a, b).mean().item() for a, b in pairs],
         "without the top-3 dims": [angular_distance(a[..., rest], b[..., rest]).mean().item() for a, b in pairs],
     }, index=pd.Index(range(1, len(h)), name="layer"))
+    top3[name] = table
     print(f"{name}: top-3 dimensions {top.tolist()}")
     display(table.round(3).T)
 
 # %% [markdown]
 # ## Fig. 5: block Jacobians across depth
-# Mean per-token Jacobian d y_t / d x_t of evenly spaced blocks over `jacobian_sequences`
-# sequences of `jacobian_seq_len` tokens (one random position in each). The heatmaps show the
-# top-left 48 x 48 corner of a shallow, a middle and a deep block (the full matrices are
-# 576 x 576 and 384 x 384); colour is clipped at the 99th percentile of |J|.
+# Per-token Jacobians d y_t / d x_t of evenly spaced blocks (every block by default) at
+# `jacobian_sequences` sampled tokens (one random position in each sequence of
+# `jacobian_seq_len` tokens). The heatmaps show the top-left 48 x 48 corner of the
+# token-averaged Jacobian minus the identity, J - I, of a shallow, a middle and a deep block
+# (the full matrices are 576 x 576 and 384 x 384): the first blocks of both models on one
+# colour scale, the middle and deep blocks of both models on another (each with its colour
+# bar; a block at the identity is white). The right-hand panels show ||J_t - I||_F / d per block
+# (mean over tokens, min..max band) and the diagonal share.
 
 # %%
 jacobians = {}
@@ -267,9 +276,10 @@ for name, m in loaded.items():
     stream = residual_stream(m["model"], idx)
     positions = torch.randint(jacobian_seq_len, (len(idx),), generator=torch.Generator().manual_seed(0))
     blocks = sorted({int(b) for b in np.linspace(0, m["n_layers"] - 1, min(jacobian_blocks, m["n_layers"])).round()})
-    per_token = {l: token_jacobians(m["model"], l, stream.h[l], positions).double() for l in blocks}  # (B, D, D)
+    # per block: (B, D, D)
+    per_token = {blk: token_jacobians(m["model"], blk, stream.h[blk], positions).double() for blk in blocks}
     jacobians[name] = per_token
-    print(f"{name}: Jacobians of blocks {[l + 1 for l in blocks]} in {time.time() - start:.0f} s")
+    print(f"{name}: Jacobians of blocks {[blk + 1 for blk in blocks]} in {time.time() - start:.0f} s")
 
 
 def diagonal_share(j: torch.Tensor) -> torch.Tensor:
@@ -277,203 +287,245 @@ def diagonal_share(j: torch.Tensor) -> torch.Tensor:
     return j.diagonal(dim1=-2, dim2=-1).pow(2).sum(-1) / j.pow(2).sum((-2, -1))
 
 
+def token_deviation(j: torch.Tensor) -> torch.Tensor:
+    """||J - I||_F / d per matrix (..., D, D) -> (...)."""
+    d = j.shape[-1]
+    return torch.linalg.matrix_norm(j - torch.eye(d, dtype=j.dtype)) / d
+
+
 jac_rows = []
 for name, per_token in jacobians.items():
-    for l, j in per_token.items():
+    for blk, j in per_token.items():
         mean = j.mean(0)
         d = mean.shape[0]
-        jac_rows.append({"model": name, "layer": l + 1, "depth": (l + 1) / loaded[name]["n_layers"],
+        jac_rows.append({"model": name, "layer": blk + 1, "depth": (blk + 1) / loaded[name]["n_layers"],
                          "diag_share_mean_J": diagonal_share(mean).item(),
                          "diag_share_per_token": diagonal_share(j).mean().item(),
                          "deviation_from_I": (torch.linalg.matrix_norm(mean - torch.eye(d)) / d).item(),
+                         "deviation_per_token": token_deviation(j).mean().item(),
                          "mean_abs_diag": mean.diagonal().abs().mean().item(),
                          "mean_abs_offdiag": ((mean.abs().sum() - mean.diagonal().abs().sum()) / (d * d - d)).item()})
 jac_table = pd.DataFrame(jac_rows)
 display(jac_table.round(4))
 
 # %%
-fig, axes = plt.subplots(len(jacobians), 4, figsize=(17, 4 * len(jacobians)), squeeze=False)
-for row, (name, per_token) in zip(axes, jacobians.items()):
+fig = plt.figure(figsize=(19, 4 * len(jacobians)))
+first_fig, later_fig, right = fig.subfigures(1, 3, width_ratios=[1.25, 2.3, 1.5])
+panels = {"first": [], "later": []}
+for name, per_token in jacobians.items():
     shown = [min(per_token), sorted(per_token)[len(per_token) // 2], max(per_token)]
-    for ax, l in zip(row, shown):
-        corner = per_token[l].mean(0)[:48, :48].numpy()
-        clip = np.quantile(np.abs(corner), 0.99)
-        ax.imshow(corner, cmap="RdBu_r", vmin=-clip, vmax=clip)
-        ax.set_title(f"{name}: block {l + 1}", fontsize=9)
+    for k, blk in enumerate(shown):
+        mean = per_token[blk].mean(0)
+        corner = (mean - torch.eye(mean.shape[0], dtype=mean.dtype))[:48, :48].numpy()
+        panels["first" if k == 0 else "later"].append((corner, f"{name}: block {blk + 1}"))
+# the first blocks on one scale, the middle and deep blocks of both models on another
+for sub, key, n_cols in ((first_fig, "first", 1), (later_fig, "later", 2)):
+    axes = sub.subplots(len(jacobians), n_cols, squeeze=False)
+    plots.heatmaps(sub, axes, [c for c, _ in panels[key]], "$J - I$ (token mean, top-left 48 × 48)", cmap="RdBu_r",
+                   symmetric=True)
+    for ax, (_, title) in zip(axes.ravel(), panels[key]):
+        ax.set_title(title)
         ax.set_xticks([]), ax.set_yticks([])
+line_axes = right.subplots(len(jacobians), 1, squeeze=False)[:, 0]
+for ax, (name, per_token) in zip(line_axes, jacobians.items()):
+    blocks = sorted(per_token)
+    table = pd.DataFrame(np.stack([token_deviation(per_token[blk]).numpy() for blk in blocks]))  # (blocks, tokens)
+    plots.seed_band(ax, np.array(blocks) + 1, table, "C2", marker="^", markersize=3,
+                    label=plots.JACOBIAN_DEVIATION + f" ({table.shape[1]} tokens)")
+    ax.set(yscale="log", xlabel="layer", ylabel=plots.JACOBIAN_DEVIATION, title=name)
+    twin = ax.twinx()
     sub = jac_table[jac_table["model"] == name]
-    row[-1].plot(sub["layer"], sub["diag_share_mean_J"], "o-", label="diag share (mean J)")
-    row[-1].plot(sub["layer"], sub["diag_share_per_token"], "s--", label="diag share (per token)")
-    row[-1].set_xlabel("layer")
-    row[-1].set_ylim(0, 1)
-    twin = row[-1].twinx()
-    twin.plot(sub["layer"], sub["deviation_from_I"], "^:", color="C2", label="||J - I||_F / d")
-    twin.set_ylabel("||J - I||_F / d", color="C2")
-    row[-1].legend(fontsize=7, loc="lower left")
+    twin.plot(sub["layer"], sub["diag_share_per_token"], "s--", color="C1", markersize=3,
+              label="diagonal share of $|J|^2$")
+    twin.set_ylim(0, 1)
+    twin.set_ylabel("diagonal share of $|J|^2$", color="C1")
+    twin.spines["right"].set_visible(True)
+    lines = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+    ax.legend(lines, [h.get_label() for h in lines], loc="upper center")
 plots.save(fig, figures_dir, "fig5_jacobians")
 plt.show()
 
 # %% [markdown]
-# ## The numbers
-# Per model and measure: the shallow (first third of the blocks) and deep (last third)
-# **mean** and **median**, per group of windows (removal, angular distance) or per sampled
-# token (Jacobian diagonal share). The mean answers "do deep layers cost less on average",
-# the median "does a typical deep layer cost less"; a few extreme layers (the first, the
-# last) can make them disagree.
+# ## How the verdicts are decided
+#
+# The package's one rule (`cod/verdicts.py`, `compare`), with the **groups of windows** as the
+# paired units for layer removal and angular distance and the **sampled tokens** for the
+# Jacobians: a direction is **reproduced** when it holds in every group (token) and the gap
+# between the means exceeds the spread across groups (tokens), **not reproduced** for the
+# opposite by the same standard, **inconclusive** otherwise.
+#
+# The statistic, per group (token), is the **median over the layers of the first half**
+# against the **median over the second half** of the blocks. Halves rather than thirds: the
+# encoder has six layers, so a third is two layers, and the median of two is their mean; with
+# halves each side has three layers, and the median lets no single layer decide (the first
+# and the last block are outliers in both models, and the old shallow-third statistic of the
+# decoder's Jacobians rested on block 1 alone). The paper's models are 50-100 times larger
+# and its encoder four times deeper; magnitudes are not compared, only directions.
 
 # %%
-def thirds(values: np.ndarray, layers: np.ndarray, n_layers: int) -> dict[str, np.ndarray]:
-    """Mean and median over the shallow and deep thirds of the blocks, along axis 0 (row k is layer layers[k])."""
-    third = n_layers / 3
-    shallow, deep = values[layers <= third], values[layers > n_layers - third]
-    return {"mean": (shallow.mean(0), deep.mean(0)), "median": (np.median(shallow, 0), np.median(deep, 0))}
+def halves(values: np.ndarray, layers: np.ndarray, n_layers: int) -> tuple[pd.Series, pd.Series]:
+    """Median over the first and over the second half of the blocks, per column (group or token);
+    row k of `values` is layer layers[k] (1-based)."""
+    first, second = values[layers <= n_layers / 2], values[layers > n_layers / 2]
+    return pd.Series(np.median(first, axis=0)), pd.Series(np.median(second, axis=0))
 
 
 measures, rows = {}, []
 for name, m in loaded.items():
     L = m["n_layers"]
     layers = np.arange(1, L + 1)
-    jac_layers = np.array(sorted(l + 1 for l in jacobians[name]))
+    jac_layers = np.array(sorted(blk + 1 for blk in jacobians[name]))
     values = {
         "removal drop": (np.stack([r.loss_increase for r in removal[name]], axis=1), layers),  # (L, groups)
         "adjacent distance": (adjacent[name], layers),  # (L, groups)
-        "Jacobian diag share": (np.stack([diagonal_share(jacobians[name][l - 1]).numpy() for l in jac_layers]),
-                                jac_layers),  # (blocks, tokens)
+        "Jacobian deviation": (np.stack([token_deviation(jacobians[name][blk - 1]).numpy() for blk in jac_layers]),
+                               jac_layers),  # (blocks, tokens)
     }
-    measures[name] = {key: thirds(v, at, L) for key, (v, at) in values.items()}
-    for key, stats in measures[name].items():
-        for stat, (shallow, deep) in stats.items():
-            rows.append({"model": name, "measure": key, "statistic": stat, "shallow third": shallow.mean(),
-                         "deep third": deep.mean(), "deep lower in": f"{int(np.sum(deep < shallow))}/{np.size(deep)}"})
-thirds_table = pd.DataFrame(rows)
-display(thirds_table.round(4))
+    measures[name] = {key: halves(v, at, L) for key, (v, at) in values.items()}
+    for key, (first, second) in measures[name].items():
+        v, at = values[key]
+        rows.append({"model": name, "measure": key, "units": len(first),
+                     "first half, median": first.mean(), "second half, median": second.mean(),
+                     "first half, mean": v[at <= L / 2].mean(), "second half, mean": v[at > L / 2].mean(),
+                     "second lower in": f"{int((second < first).sum())}/{len(first)}"})
+halves_table = pd.DataFrame(rows)
+display(halves_table.round(4))
 per_layer = {name: pd.DataFrame({"removal drop": np.mean([r.loss_increase for r in removal[name]], axis=0),
                                  "adjacent distance": adjacent[name].mean(1)},
                                 index=pd.Index(np.arange(1, m["n_layers"] + 1), name="layer"))
              for name, m in loaded.items()}
+spearman = {}
 for name, table in per_layer.items():
-    rho = table["adjacent distance"].corr(table.index.to_series(), method="spearman")
+    spearman[name] = table["adjacent distance"].corr(table.index.to_series(), method="spearman")
     print(f"{name}: intact loss {np.mean([r.base_loss for r in removal[name]]):.4f}; "
           f"share of layers with adjacent distance < 0.2: {(table['adjacent distance'] < 0.2).mean():.2f}; "
-          f"Spearman(adjacent distance, layer) {rho:.2f}")
+          f"Spearman(adjacent distance, layer) {spearman[name]:.2f}")
     display(table.round(4).T)
 
-# %% [markdown]
-# ## Claims
-# A direction counts as **reproduced** when the deep-vs-shallow comparison goes the paper's
-# way for both the mean and the median in every group of windows (every sampled token, for
-# the Jacobians), **not reproduced** when all of them go the other way, and **inconclusive**
-# otherwise. The paper's models are 50-100 times larger and its encoder four times deeper;
-# magnitudes are not compared, only directions.
-
 # %%
-def judge(stats: dict, deep_lower: bool) -> str:
-    flags = [(deep < shallow) == deep_lower for shallow, deep in stats.values()]
-    flags = np.concatenate([np.atleast_1d(f) for f in flags])
-    return "reproduced" if flags.all() else "not reproduced" if not flags.any() else "inconclusive"
+UNITS = {"removal drop": "group", "adjacent distance": "group", "Jacobian deviation": "token"}
 
 
-def described(stats: dict, unit: str) -> str:
-    return "; ".join(f"{stat} shallow {np.mean(s):.3g} vs deep {np.mean(d):.3g} (deep lower in "
-                     f"{int(np.sum(d < s))}/{np.size(d)} {unit})" for stat, (s, d) in stats.items())
+def judged(stats: dict, key: str, second_higher: bool, extra: str = ""):
+    """`compare` of the second half's medians against the first half's, per group (token)."""
+    first, second = stats[key]
+    v = compare(second, first, higher_is_better=second_higher)
+    return replace(v, why=f"{key}, median over the second half vs the first half per {UNITS[key]}: {v.why}{extra}")
 
 
-claims = []
+ledger = Claims("A", profile)
 for name, m in loaded.items():
-    g, table = measures[name], per_layer[name]
+    g = measures[name]
     if m["kind"] == "decoder":
-        removed = [] if arc is None else list(arc[arc["removed"] != "none"].itertuples())
         arc_text = "" if arc is None else f"; ARC-Easy acc drop (n={arc_limit}) " + ", ".join(
-            f"layer {int(r.removed) + 1}: {100 * r.drop_acc:+.0f} pts" for r in removed)
-        claims += [
-            {"id": "a1-preln-removal", "item": "Fig. 2 top / section 2.1",
-             "claim": f"Pre-LN ({name}): removing a deep layer costs less than removing an early one",
-             "paper_value": "Qwen3-8B, LLaMA2-13B, DeepSeek-7B: layers past ~18 removable at minimal MMLU cost",
-             "ours": f"loss increase (nats): {described(g['removal drop'], 'groups')}{arc_text}",
-             "verdict": judge(g["removal drop"], deep_lower=True)},
-            {"id": "a1-preln-angular", "item": "Fig. 2 bottom / section 2.1",
-             "claim": f"Pre-LN ({name}): adjacent-layer angular distance falls with depth",
-             "paper_value": "DeepSeek-7B < 0.2 after layer 18; ~half of Qwen3-8B's layers < 0.2",
-             "ours": f"d(x^l, x^(l+1)): {described(g['adjacent distance'], 'groups')}; layers < 0.2: "
-                     f"{(table['adjacent distance'] < 0.2).mean():.2f}",
-             "verdict": judge(g["adjacent distance"], deep_lower=True)},
-            {"id": "a1-preln-jacobian", "item": "Fig. 5 / section 3",
-             "claim": f"Pre-LN ({name}): block Jacobians become diagonal-dominant with depth",
-             "paper_value": "LLaMA2-7B: deep blocks' Jacobians diagonal, near identity",
-             "ours": f"diagonal share of |J|^2: {described(g['Jacobian diag share'], 'tokens')}",
-             "verdict": judge(g["Jacobian diag share"], deep_lower=False)},
-        ]
+            f"layer {int(r.removed) + 1}: {100 * r.drop_acc:+.0f} pts"
+            for r in arc[arc["removed"] != "none"].itertuples())
+        ledger.add("a1-preln-removal", "Fig. 2 top / section 2.1",
+                   f"Pre-LN ({name}): removing a deep layer costs less than removing an early one",
+                   "Qwen3-8B, LLaMA2-13B, DeepSeek-7B: layers past ~18 removable at minimal MMLU cost",
+                   judged(g, "removal drop", False, arc_text))
+        ledger.add("a1-preln-angular", "Fig. 2 bottom / section 2.1",
+                   f"Pre-LN ({name}): adjacent-layer angular distance falls with depth",
+                   "DeepSeek-7B < 0.2 after layer 18; ~half of Qwen3-8B's layers < 0.2",
+                   judged(g, "adjacent distance", False,
+                          f"; layers below 0.2: {(per_layer[name]['adjacent distance'] < 0.2).mean():.2f}"))
+        ledger.add("a1-preln-jacobian", "Fig. 5 / section 3",
+                   f"Pre-LN ({name}): deep blocks' Jacobians are closer to the identity than shallow blocks'",
+                   "LLaMA2-7B: deep blocks' Jacobians diagonal, near identity",
+                   judged(g, "Jacobian deviation", False))
     else:
-        claims += [
-            {"id": "a1-postln-removal", "item": "Fig. 2 top / section 2.1",
-             "claim": f"Post-LN ({name}): removing a deep layer costs more than removing an early one",
-             "paper_value": "BERT-Large: pruning deep layers drops SQuAD a lot, early layers little",
-             "ours": f"representation drop 1 - cos: {described(g['removal drop'], 'groups')}",
-             "verdict": judge(g["removal drop"], deep_lower=False)},
-            {"id": "a1-postln-angular", "item": "Fig. 2 bottom / section 2.1",
-             "claim": f"Post-LN ({name}): adjacent-layer angular distance rises with depth",
-             "paper_value": "BERT-Large: deep layers distinct from their neighbours",
-             "ours": f"d(x^l, x^(l+1)): {described(g['adjacent distance'], 'groups')}",
-             "verdict": judge(g["adjacent distance"], deep_lower=False)},
-            {"id": "a1-postln-jacobian", "item": "Fig. 5 (contrast)",
-             "claim": f"Post-LN ({name}): block Jacobians do not become diagonal-dominant with depth",
-             "paper_value": "not shown in the paper (Fig. 5 is Pre-LN only); implied by the opposite pattern",
-             "ours": f"diagonal share of |J|^2: {described(g['Jacobian diag share'], 'tokens')}",
-             "verdict": judge(g["Jacobian diag share"], deep_lower=True)},
-        ]
-for claim in claims:
-    claim.update(paper="A", profile=profile)
-save_claims(figures_dir, claims)
-thirds_table.to_csv(Path(figures_dir) / "thirds.csv", index=False)
+        ledger.add("a1-postln-removal", "Fig. 2 top / section 2.1",
+                   f"Post-LN ({name}): removing a deep layer costs more than removing an early one",
+                   "BERT-Large: pruning deep layers drops SQuAD a lot, early layers little",
+                   judged(g, "removal drop", True))
+        ledger.add("a1-postln-angular", "Fig. 2 bottom / section 2.1",
+                   f"Post-LN ({name}): adjacent-layer angular distance rises with depth",
+                   "BERT-Large: deep layers distinct from their neighbours",
+                   judged(g, "adjacent distance", True))
+        ledger.add("a1-postln-jacobian", "Fig. 5 (contrast)",
+                   f"Post-LN ({name}): deep blocks' Jacobians are farther from the identity than shallow blocks'",
+                   "not shown in the paper (Fig. 5 is Pre-LN only); implied by the opposite pattern",
+                   judged(g, "Jacobian deviation", True))
+halves_table.to_csv(Path(figures_dir) / "halves.csv", index=False)
 pd.concat(per_layer, names=["model"]).to_csv(Path(figures_dir) / "per_layer.csv")
 jac_table.to_csv(Path(figures_dir) / "jacobians.csv", index=False)
 if arc is not None:
     arc.to_csv(Path(figures_dir) / "arc_easy_removal.csv", index=False)
-display(pd.DataFrame(claims)[["id", "paper_value", "ours", "verdict"]])
+display(ledger.save(figures_dir))
 
 # %% [markdown]
 # ## Reading the result
-#
-# The tables above are regenerated every time this notebook executes; the paragraphs below
-# interpret the committed `default`-profile run (1,024 BBC tokens per model in 4 groups,
-# 50 ARC-Easy items, Jacobians at 6 tokens).
-#
-# **Pre-LN decoder (SmolLM2-135M): many nearly removable layers, but no decline with
-# depth.** Removing one of the first three blocks is ruinous (+7.8, +3.6 and +1.0 nats of
-# next-token loss; without block 1 ARC-Easy falls from 50% to 28%, chance 25%), while most
-# blocks from 4 to 28 cost 0.07-0.4 nats: the paper's wide band of layers that can go at
-# little cost. But the cost is U-shaped rather than falling: the last two blocks cost +1.4
-# and +1.8 nats (ARC-Easy -12 points for block 30 against -6 for block 16) and one middle
-# block (12) +2.0. Over thirds, the mean says deep blocks are cheaper (0.55 vs 1.39 nats, in
-# every group) because the first two blocks dominate it; the median says the opposite (0.30
-# vs 0.26 nats, 3 of 4 groups), hence **inconclusive**. Adjacent-layer angular distance
-# behaves the same way: 0.50 and 0.18 after the first two blocks, then 0.07-0.11 all the
-# way down, rising slightly towards the end (0.18 at layer 25, 0.21 at 30; Spearman +0.17),
-# so 93% of the layers are below the paper's 0.2 mark (Qwen3-8B: about half) without a
-# decline with depth (**inconclusive**). One reason the distances are small everywhere:
-# from the input of block 3 to that of block 25, about half of every token's squared norm
-# sits in three of 576 dimensions, which each block carries forward (the share falls to
-# 0.02 by the last block); without them the distances are larger (0.11-0.15 in the middle
-# blocks) but still small. The block Jacobians show the paper's Fig. 5 picture
-# from block 6 on: per-token Jacobians close to the identity (diagonal share of |J|^2
-# 0.66-0.84, ||J - I||_F / d 0.012-0.018), against a dense first block (0.01 and 0.67) and a
-# somewhat less diagonal last block (0.63 and 0.030). Deep beats shallow for every sampled
-# token (**reproduced**), but the change is a step after block 1, not a gradual sharpening.
-#
-# **Post-LN encoder (all-MiniLM-L6-v2): the opposite pattern, as for BERT-Large.**
-# Removing the last block moves the sentence embedding most (1 - cos = 0.75, against
-# 0.08-0.11 for blocks 2-4 and 0.31 for block 1), and adjacent-layer distance rises with
-# depth (0.16 to 0.32); both hold in every group (**reproduced**). Caveats: six layers, not
-# 24, and with an embedding-level measure the last block's output is the embedding itself,
-# which favours it; no task drop (SQuAD) was measured. The Jacobians are diagonal-dominant
-# at every depth with no trend (diagonal share 0.49-0.65, deep lower for 2 of 6 tokens:
-# **inconclusive**); they are not near the identity in scale (diagonal about 0.4-0.6, the
-# LayerNorm's gain over the standard deviation), and ||J - I||_F / d is about 0.03 in every
-# block, twice the Pre-LN middle blocks'.
-#
-# **Overall.** The contrast the paper draws holds in kind: the Post-LN encoder relies most
-# on its deep layers, while the Pre-LN decoder has a long run of near-identity, nearly
+# The paragraphs are built from this run's numbers.
+
+# %%
+verdicts = {r["id"]: r["verdict"] for r in ledger.rows}
+text = []
+
+
+def half_text(name: str, key: str) -> str:
+    first, second = measures[name][key]
+    return f"first-half median {first.mean():.3g} vs second half {second.mean():.3g}"
+
+
+for name, m in loaded.items():
+    L, removal_l, adj = m["n_layers"], per_layer[name]["removal drop"], per_layer[name]["adjacent distance"]
+    jt = jac_table[jac_table["model"] == name].set_index("layer")
+    inner = jt.loc[(jt.index > 1) & (jt.index < L)]
+    if m["kind"] == "decoder":
+        middle = removal_l.loc[4:L - 2]
+        arc_text = ""
+        if arc is not None:
+            full = arc[arc["removed"] == "none"].iloc[0]
+            kept = arc[arc["removed"] != "none"]
+            arc_text = (f" ARC-Easy ({arc_limit} items) falls from {100 * full['acc']:.0f}% to "
+                        + ", ".join(f"{100 * r.acc:.0f}% without block {int(r.removed) + 1}"
+                                    for r in kept.itertuples()) + ".")
+        share = top3[name]["share of |x|^2 in top-3 dims"] if name in top3 else None
+        text.append(
+            f"**Pre-LN decoder ({name}).** Removing one of the first three blocks costs "
+            f"{', '.join(f'+{x:.1f}' for x in removal_l.iloc[:3])} nats of next-token loss, while the blocks from 4 "
+            f"to {L - 2} cost {middle.median():.2f} nats in the median (range {middle.min():.2f}-{middle.max():.2f}, "
+            f"the largest at block {middle.idxmax()}), and the last two +{removal_l.iloc[-2]:.1f} and "
+            f"+{removal_l.iloc[-1]:.1f}.{arc_text} Over halves: {half_text(name, 'removal drop')} nats "
+            f"(**{verdicts['a1-preln-removal']}**). Adjacent-layer angular distance is {adj.iloc[0]:.2f} and "
+            f"{adj.iloc[1]:.2f} after the first two blocks, then {adj.iloc[2:].min():.2f}-{adj.iloc[2:].max():.2f}; "
+            f"{100 * (adj < 0.2).mean():.0f}% of the layers are below the paper's 0.2 (Qwen3-8B: about half), "
+            f"Spearman correlation with depth {spearman[name]:+.2f}; {half_text(name, 'adjacent distance')} "
+            f"(**{verdicts['a1-preln-angular']}**)."
+            + ("" if share is None else
+               f" Between the inputs of blocks 3 and {L - 5}, "
+               f"{share.loc[3:L - 5].min():.0%}-{share.loc[3:L - 5].max():.0%} of each token's squared norm sits in "
+               f"three of {next(iter(jacobians[name].values())).shape[-1]} dimensions ({share.iloc[-1]:.2f} at the "
+               "last block)."))
+        text.append(
+            "Per-token Jacobians: block 1 is far from the identity (||J - I||_F / d "
+            f"{jt.loc[1, 'deviation_per_token']:.2f}, diagonal share {jt.loc[1, 'diag_share_per_token']:.2f}); blocks "
+            f"2 to {L - 1} lie at {inner['deviation_per_token'].min():.3f}-{inner['deviation_per_token'].max():.3f} "
+            f"(diagonal share {inner['diag_share_per_token'].min():.2f}-{inner['diag_share_per_token'].max():.2f}), "
+            f"and block {L} at {jt.loc[L, 'deviation_per_token']:.3f}. Over halves: "
+            f"{half_text(name, 'Jacobian deviation')} (**{verdicts['a1-preln-jacobian']}**).")
+    else:
+        text.append(
+            f"**Post-LN encoder ({name}).** Removing block {removal_l.idxmax()} moves the sentence embedding most (1 "
+            f"- cos = {removal_l.max():.2f}), against "
+            f"{removal_l.min():.2f}-{removal_l.drop(removal_l.idxmax()).max():.2f} for the others (block 1: "
+            f"{removal_l.iloc[0]:.2f}); {half_text(name, 'removal drop')} (**{verdicts['a1-postln-removal']}**). "
+            f"Adjacent-layer distance goes from {adj.iloc[0]:.2f} to {adj.iloc[-1]:.2f} (Spearman "
+            f"{spearman[name]:+.2f}); {half_text(name, 'adjacent distance')} (**{verdicts['a1-postln-angular']}**). "
+            "Its per-token Jacobians lie at ||J - I||_F / d "
+            f"{jt['deviation_per_token'].min():.3f}-{jt['deviation_per_token'].max():.3f} in every block (diagonal "
+            f"share {jt['diag_share_per_token'].min():.2f}-{jt['diag_share_per_token'].max():.2f}); "
+            f"{half_text(name, 'Jacobian deviation')} (**{verdicts['a1-postln-jacobian']}**).")
+display(Markdown("\n\n".join(text)))
+
+# %% [markdown]
+# **Interpretation.** The contrast the paper draws holds in kind: the Post-LN encoder relies
+# most on its last layers, while the Pre-LN decoder has a long run of near-identity, nearly
 # parallel, cheaply removable layers. What does not reproduce in this small, 4-bit,
-# instruction-tuned model is the monotone story (deeper = more redundant): its first and
-# last blocks both matter. Whether the decline appears at 7-13B, as in the paper, cannot
-# be checked offline.
+# instruction-tuned model is the monotone story (deeper = more redundant): its first and last
+# blocks both matter, and once the first block is set aside its Jacobians do not approach the
+# identity further with depth. The decoder's angular distances are small at every depth partly
+# because a few massive dimensions carry most of each token's norm through the middle blocks.
+# Caveats for the encoder: six layers, not 24; an embedding-level measure, which favours the last
+# block (its output is the embedding itself); no task drop (SQuAD). Whether the monotone decline
+# appears at 7-13B, as in the paper, cannot be checked offline.

@@ -41,10 +41,12 @@
 # **The verdict rule, fixed before the numbers.** Each run gets summary statistics over the
 # *deeper half* of its blocks (blocks L/2 + 1 .. L) and the *shallow half* (1 .. L/2): the mean
 # adjacent angular distance d(x^l, x^{l+1}) of a block's input and output, and the mean loss
-# increase when the block is removed. "A is lower than B" is **reproduced** when it holds in
-# every seed and the gap of the means exceeds the larger standard deviation over seeds,
-# **not reproduced** when the opposite holds that way, **inconclusive** otherwise or with fewer
-# than two seeds (`cod.compare.judge`, the rule of the perplexity tables). Claims, per size:
+# increase when the block is removed. These per-seed statistics are compared by the one rule
+# of the package (`cod/verdicts.py`, `compare`): "A is lower than B" is **reproduced** when it
+# holds in every seed and the gap of the seed means exceeds the larger standard deviation over
+# seeds (no further noise floor: every run is scored on the same held-out tokens), **not
+# reproduced** when the opposite holds that way, **inconclusive** otherwise or with fewer than
+# two paired seeds. Claims, per size:
 # 1. the deep-half adjacent angular distance is lower under Pre-LN than under Post-LN;
 # 2. the deep-half removal loss increase is lower under Pre-LN than under Post-LN;
 # 3. under Pre-LN, removing a deep-half block costs less than removing a shallow-half block;
@@ -63,6 +65,7 @@ figures_dir = None  # default: figures/<profile>/a2_pre_vs_post_ln
 figures_dir = figures_dir or f"figures/{profile}/a2_pre_vs_post_ln"
 
 # %%
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -73,9 +76,10 @@ from IPython.display import Markdown, display
 
 from cod import plots
 from cod.analysis import load_complete, stored_settings
-from cod.compare import failure_line, judge, load_sweep
+from cod.compare import failure_line, load_sweep
 from cod.metrics.angular import adjacent_distances, by_offset, column_scaled
-from cod.results import save_claims, spread
+from cod.results import spread
+from cod.verdicts import Claims, compare
 
 VARIANTS = {"Post-LN": "post_ln", "Pre-LN": "pre_ln"}  # the paper's panel order: (a, c) Post-LN, (b, d) Pre-LN
 LABELS = {variant: label for label, variant in VARIANTS.items()}
@@ -120,8 +124,8 @@ for name in sizes:
                      "drop_deep": drop[deep].mean(), "drop_shallow": drop[~deep].mean(),
                      "drop_deep_before_last": drop[n // 2:-1].mean(),
                      "drop_shallow_after_first": drop[1:n // 2].mean()})
-        per_layer += [{"size": name, "norm": label, "seed": seed, "layer": l + 1, "adjacent_distance": adjacent[l],
-                       "loss_increase": drop[l]} for l in range(n)]
+        per_layer += [{"size": name, "norm": label, "seed": seed, "layer": i + 1, "adjacent_distance": adjacent[i],
+                       "loss_increase": drop[i]} for i in range(n)]
 table = pd.DataFrame(rows)
 table = table.merge(finals[["size", "variant", "seed", "val_ppl", "failed"]], on=["size", "variant", "seed"],
                     how="left")
@@ -144,18 +148,17 @@ for name in sizes:
     grids = {label: by_offset(np.mean([a.angular for (lab, _), a in layers[name].items() if lab == label], axis=0))
              for label in VARIANTS}
     n = next(iter(grids.values())).shape[0]
-    top = max(np.nanmax(g) for g in grids.values())
-    fig, axes = plt.subplots(2, 2, figsize=(10, 8), layout="constrained")
-    for col, (label, grid) in enumerate(grids.items()):
-        for row, (shown, vmax, what) in enumerate([(column_scaled(grid), 1.0, "scaled per column"),
-                                                   (grid, top, "angular distance")]):
+    fig, axes = plt.subplots(2, 2, figsize=(10, 8))
+    image = {"origin": "lower", "aspect": "auto", "extent": (0.5, n + 0.5, 0.5, n + 0.5)}
+    plots.heatmaps(fig, axes[0], [column_scaled(g) for g in grids.values()],
+                   r"$d(x^l, x^{l+n})$, scaled per column", cmap="viridis_r", **image)
+    plots.heatmaps(fig, axes[1], list(grids.values()), r"$d(x^l, x^{l+n})$", cmap="viridis_r", **image)
+    for col, label in enumerate(grids):
+        for row, what in enumerate(["scaled per column", "angular distance, one scale"]):
             ax = axes[row, col]
-            image = ax.imshow(shown, origin="lower", aspect="auto", cmap="viridis_r", vmin=0, vmax=vmax,
-                              extent=(0.5, n + 0.5, 0.5, n + 0.5))
-            ax.set_title(f"({'ab'[col]}) {label}, {size_label(name)}: {what}", fontsize=10)
-            ax.set_xlabel("layer l")
-            ax.set_ylabel("offset n")
-            fig.colorbar(image, ax=ax, shrink=0.8)
+            ax.set_title(f"({'ab'[col]}) {label}, {size_label(name)}: {what}")
+            ax.set_xlabel("layer $l$")
+            ax.set_ylabel("offset $n$")
     plots.save(fig, figures_dir, f"fig3ab_angular_distance_{name}")
     plt.show()
 
@@ -166,7 +169,7 @@ for name in sizes:
 # the adjacent-layer angular distance (offset n = 1) of the same runs.
 
 # %%
-fig, axes = plt.subplots(len(sizes), 2, figsize=(12, 4 * len(sizes)), squeeze=False, layout="constrained")
+fig, axes = plt.subplots(len(sizes), 2, figsize=(12, 4 * len(sizes)), squeeze=False)
 for row, name in enumerate(sizes):
     at = per_layer[per_layer["size"] == name]
     for label in VARIANTS:
@@ -176,7 +179,7 @@ for row, name in enumerate(sizes):
     n = at["layer"].max()
     for ax in axes[row]:
         ax.axvline(n / 2 + 0.5, color="grey", linestyle=":", linewidth=1)  # shallow | deep half
-        ax.set_xlabel("removed layer" if ax is axes[row, 0] else "layer l")
+        ax.set_xlabel("removed layer $l$" if ax is axes[row, 0] else "layer $l$")
     axes[row, 0].axhline(0, color="black", linewidth=0.5)
     axes[row, 0].set_yscale("symlog", linthresh=1e-2)
     axes[row, 0].set_ylabel("loss increase (nats)")
@@ -205,50 +208,48 @@ def per_seed(name: str, label: str, column: str) -> pd.Series:
     return table[(table["size"] == name) & (table["norm"] == label)].set_index("seed")[column].sort_index()
 
 
-def claim(size, key, text, paper_value, ours, verdict_why, seeds):
-    verdict, why = verdict_why
+def add(size: str, key: str, text: str, paper_value: str, ours: str, verdict) -> None:
+    """One claim of one size; the per-seed summary goes before the rule's numbers in 'ours'."""
     if size != "130M":
         paper_value = f"no {size} figure in the paper; {paper_value}"
-    claims.append({"id": f"a2-{key}-{size.lower()}", "item": "Fig. 3 / section 2.2", "claim": f"{size}: {text}",
-                   "paper_value": paper_value, "ours": f"{ours}; {why}", "verdict": verdict,
-                   "seeds": sorted(int(s) for s in seeds)})
+    id_ = f"a2-{key}-{size.lower()}"
+    v[id_] = claims.add(id_, "Fig. 3 / section 2.2", f"{size}: {text}", paper_value,
+                        replace(verdict, why=f"{ours}; {verdict.why}"))
 
 
-claims = []
+claims = Claims("A", profile, sorted(int(s) for s in table["seed"].unique()))
+v = {}  # claim id -> Verdict, for the text below
 for name in sizes:
     size = size_label(name)
     pre, post = partial(per_seed, name, "Pre-LN"), partial(per_seed, name, "Post-LN")
-    claim(size, "adjacent-distance-deep",
-          "deep-half layers are more similar to their neighbour (lower adjacent angular distance) under Pre-LN "
-          "than under Post-LN",
-          "Fig. 3 a-b (130M): Pre-LN's distance falls with depth to highly similar deep layers; Post-LN's deep "
-          "layers distinct", f"mean d(x^l, x^(l+1)) over the deep half: Pre-LN {spread(pre('adjacent_deep'))}, "
-                             f"Post-LN {spread(post('adjacent_deep'))}",
-          judge(pre("adjacent_deep"), post("adjacent_deep")), pre("adjacent_deep").index)
-    claim(size, "removal-deep",
-          "removing a deep-half layer costs less under Pre-LN than under Post-LN",
-          "Fig. 3 c-d (130M, ARC-e drop): negligible for Pre-LN layers after the first; Post-LN's deep layers critical",
-          f"mean loss increase (nats) over the deep half: Pre-LN {spread(pre('drop_deep'))}, "
-          f"Post-LN {spread(post('drop_deep'))} (without block L: Pre-LN {spread(pre('drop_deep_before_last'))}, "
-          f"Post-LN {spread(post('drop_deep_before_last'))})",
-          judge(pre("drop_deep"), post("drop_deep")), pre("drop_deep").index)
-    claim(size, "preln-deep-cheaper",
-          "under Pre-LN, removing a deep-half layer costs less than removing a shallow-half layer",
-          "Fig. 3d (130M): removing most layers after the first costs negligibly (and Fig. 2 for open-weight Pre-LN)",
-          f"Pre-LN mean loss increase (nats): deep half {spread(pre('drop_deep'))}, shallow half "
-          f"{spread(pre('drop_shallow'))} (shallow half without block 1: {spread(pre('drop_shallow_after_first'))})",
-          judge(pre("drop_deep"), pre("drop_shallow")), pre("drop_deep").index)
-    claim(size, "postln-deep-costlier",
-          "under Post-LN, removing a deep-half layer costs more than removing a shallow-half layer",
-          "Fig. 3c (130M): removing early Post-LN layers costs little, deep layers are critical",
-          f"Post-LN mean loss increase (nats): deep half {spread(post('drop_deep'))}, shallow half "
-          f"{spread(post('drop_shallow'))} (deep half without block L: {spread(post('drop_deep_before_last'))}; "
-          f"shallow half without block 1: {spread(post('drop_shallow_after_first'))})",
-          judge(post("drop_shallow"), post("drop_deep")), post("drop_deep").index)
-for c in claims:
-    c.update(paper="A", profile=profile)
-save_claims(figures_dir, claims)
-display(pd.DataFrame(claims)[["id", "paper_value", "ours", "verdict"]])
+    add(size, "adjacent-distance-deep",
+        "deep-half layers are more similar to their neighbour (lower adjacent angular distance) under Pre-LN "
+        "than under Post-LN",
+        "Fig. 3 a-b (130M): Pre-LN's distance falls with depth to highly similar deep layers; Post-LN's deep "
+        "layers distinct", f"mean d(x^l, x^(l+1)) over the deep half: Pre-LN {spread(pre('adjacent_deep'))}, "
+                           f"Post-LN {spread(post('adjacent_deep'))}",
+        compare(pre("adjacent_deep"), post("adjacent_deep")))
+    add(size, "removal-deep",
+        "removing a deep-half layer costs less under Pre-LN than under Post-LN",
+        "Fig. 3 c-d (130M, ARC-e drop): negligible for Pre-LN layers after the first; Post-LN's deep layers critical",
+        f"mean loss increase (nats) over the deep half: Pre-LN {spread(pre('drop_deep'))}, "
+        f"Post-LN {spread(post('drop_deep'))} (without block L: Pre-LN {spread(pre('drop_deep_before_last'))}, "
+        f"Post-LN {spread(post('drop_deep_before_last'))})",
+        compare(pre("drop_deep"), post("drop_deep")))
+    add(size, "preln-deep-cheaper",
+        "under Pre-LN, removing a deep-half layer costs less than removing a shallow-half layer",
+        "Fig. 3d (130M): removing most layers after the first costs negligibly (and Fig. 2 for open-weight Pre-LN)",
+        f"Pre-LN mean loss increase (nats): deep half {spread(pre('drop_deep'))}, shallow half "
+        f"{spread(pre('drop_shallow'))} (shallow half without block 1: {spread(pre('drop_shallow_after_first'))})",
+        compare(pre("drop_deep"), pre("drop_shallow")))
+    add(size, "postln-deep-costlier",
+        "under Post-LN, removing a deep-half layer costs more than removing a shallow-half layer",
+        "Fig. 3c (130M): removing early Post-LN layers costs little, deep layers are critical",
+        f"Post-LN mean loss increase (nats): deep half {spread(post('drop_deep'))}, shallow half "
+        f"{spread(post('drop_shallow'))} (deep half without block L: {spread(post('drop_deep_before_last'))}; "
+        f"shallow half without block 1: {spread(post('drop_shallow_after_first'))})",
+        compare(post("drop_shallow"), post("drop_deep")))
+display(claims.save(figures_dir))
 
 # %% [markdown]
 # ## What agrees and what does not
@@ -256,9 +257,9 @@ display(pd.DataFrame(claims)[["id", "paper_value", "ours", "verdict"]])
 # %%
 lines = []
 for name in sizes:
-    at = [c for c in claims if c["id"].endswith(size_label(name).lower())]
-    lines.append(f"**{size_label(name)}** ({len(at[0]['seeds'])} seeds): " + "; ".join(
-        f"{c['id']}: *{c['verdict']}*" for c in at) + ".")
+    at = {id_: verdict for id_, verdict in v.items() if id_.endswith(size_label(name).lower())}
+    lines.append(f"**{size_label(name)}** ({next(iter(at.values())).n} seeds): " + "; ".join(
+        f"{id_}: *{verdict.verdict}*" for id_, verdict in at.items()) + ".")
 left_out = [size_label(n) for n in analyses if n not in sizes]
 if left_out:
     lines.append(f"Not analysed yet, so not judged: {', '.join(left_out)}.")
@@ -266,33 +267,59 @@ display(Markdown("\n\n".join(lines)))
 
 # %% [markdown]
 # ## Reading the result
-#
-# The tables above are regenerated from the analyses every time this notebook executes; the
-# paragraphs below interpret the committed `default`-profile numbers at 130M, three seeds per
-# norm. **At 250M** (24 layers, three seeds) the verdicts are the same except claim 1, which
-# becomes inconclusive: deep-half adjacent distances tie (Pre-LN 0.023, Post-LN 0.023). Pre-LN's
-# deep half is again far cheaper to remove than Post-LN's (0.005 against 0.037 nats). As at
-# 130M, Post-LN's costly deep half rests on its last block: without it, the deep half costs
-# 0.010 nats, less than the shallow half's 0.013.
-#
-# **Pre-LN shows the paper's pattern.** Its adjacent-layer distance falls from about 0.11 at
-# block 1 to about 0.03 in the last blocks, and removing a deep-half block costs 0.008 nats on
-# average against 0.034 for a shallow-half one, in every seed (claim 3 reproduced; it does not
-# rest on block 1, which is not even the costliest shallow block).
-#
-# **Post-LN does not show the paper's picture of similarity.** Its adjacent distance is flat at
-# about 0.02 at every depth, *below* Pre-LN's everywhere, so Pre-LN's deep layers are not the
-# more similar ones (claim 1 not reproduced, every seed, clear gap): in this miniature a
-# Post-LN block turns the renormalised stream very little at any depth. The paper's
-# per-column scaling (top row of the heatmaps) hides this, since it leaves each column running
-# from yellow to purple whatever its level; the unscaled row shows it.
-#
-# **Post-LN's "critical deep layers" are one layer here.** Removing the last Post-LN block
-# costs 0.23 nats; removing any of blocks 1-11 costs 0.003-0.009. That single block makes
-# Post-LN's deep half costlier than its shallow half (claim 4) and than Pre-LN's deep half
-# (claim 2), both reproduced by the declared rule; without block 12, Post-LN's deep half
-# (0.005 nats) is *cheaper* than Pre-LN's (0.008). So the paper's contrast holds at the last
-# layer, not across the deep half. Post-LN trained stably at 12 layers and reached a lower
-# validation perplexity than Pre-LN (223 against 236), so these are not the layers of a
-# failed model. The drop is a held-out loss rise, not ARC-e accuracy, which sits at chance at
-# this scale; the paper's magnitudes (accuracy points of a 2.2B-token model) are not comparable.
+# Generated from the analyses above on every execution, so its numbers are those of this run;
+# per-layer values are means over seeds.
+
+# %%
+def profile_of(name: str, label: str, value: str) -> pd.Series:
+    """Per-layer mean over seeds."""
+    at = per_layer[(per_layer["size"] == name) & (per_layer["norm"] == label)]
+    return at.groupby("layer")[value].mean()
+
+
+def mean_of(name: str, label: str, column: str) -> float:
+    return float(per_seed(name, label, column).mean())
+
+
+paragraphs = []
+for name in sizes:
+    size, tag = size_label(name), size_label(name).lower()
+    pre_d, post_d = profile_of(name, "Pre-LN", "adjacent_distance"), profile_of(name, "Post-LN", "adjacent_distance")
+    pre_r, post_r = profile_of(name, "Pre-LN", "loss_increase"), profile_of(name, "Post-LN", "loss_increase")
+    n = len(pre_d)
+    shallow_pre = pre_r.loc[: n // 2]
+    below = int((post_d < pre_d).sum())
+    ppl = table[table["size"] == name].groupby("norm")["val_ppl"].mean()
+    paragraphs += [
+        f"**{size}, Pre-LN.** Its adjacent-layer distance goes from {pre_d.iloc[0]:.3f} at block 1 to "
+        f"{pre_d.iloc[-3:].mean():.3f} over the last three blocks, and removing a deep-half block costs "
+        f"{mean_of(name, 'Pre-LN', 'drop_deep'):.4f} nats on average against "
+        f"{mean_of(name, 'Pre-LN', 'drop_shallow'):.4f} for a shallow-half one (claim 3: "
+        f"*{v[f'a2-preln-deep-cheaper-{tag}'].verdict}*); the costliest shallow block is block "
+        f"{int(shallow_pre.idxmax())}.",
+        f"**{size}, Post-LN similarity.** Post-LN's adjacent distance stays between {post_d.min():.3f} and "
+        f"{post_d.max():.3f} at every depth and is below Pre-LN's at {below} of {n} blocks; over the deep half it "
+        f"is {mean_of(name, 'Post-LN', 'adjacent_deep'):.4f} against Pre-LN's "
+        f"{mean_of(name, 'Pre-LN', 'adjacent_deep'):.4f} (claim 1: *{v[f'a2-adjacent-distance-deep-{tag}'].verdict}*).",
+        f"**{size}, Post-LN's costly layers.** Removing the last Post-LN block costs {post_r.iloc[-1]:.3f} nats; "
+        f"removing any of blocks 1-{n - 1} costs {post_r.iloc[:-1].min():.4f}-{post_r.iloc[:-1].max():.4f}. "
+        f"Claims 4 (Post-LN's deep half costlier than its shallow half) and 2 (Pre-LN's deep half cheaper than "
+        f"Post-LN's) are *{v[f'a2-postln-deep-costlier-{tag}'].verdict}* and "
+        f"*{v[f'a2-removal-deep-{tag}'].verdict}*; without block {n}, Post-LN's deep half costs "
+        f"{mean_of(name, 'Post-LN', 'drop_deep_before_last'):.4f} nats, against "
+        f"{mean_of(name, 'Post-LN', 'drop_shallow'):.4f} for its shallow half and "
+        f"{mean_of(name, 'Pre-LN', 'drop_deep_before_last'):.4f} for Pre-LN's deep half without its last block. "
+        f"Validation perplexity: Post-LN {ppl['Post-LN']:.0f}, Pre-LN {ppl['Pre-LN']:.0f}"
+        + (" (no run failed)." if not table[table["size"] == name]["failed"].any() else
+           f" ({int(table[table['size'] == name]['failed'].sum())} failed runs among them)."),
+    ]
+display(Markdown("\n\n".join(paragraphs)))
+
+# %% [markdown]
+# How to read these numbers. The paper's per-column scaling (top row of the heatmaps) leaves
+# every column running from yellow to purple whatever its level, so it cannot show that one
+# norm's layers turn the stream less than the other's at every depth; the unscaled row on one
+# colour scale can. Where Post-LN's costly deep half rests on its last block alone, the
+# paper's contrast holds at that layer rather than across the deep half. The drop here is a
+# held-out loss rise, not ARC-e accuracy, which sits at chance at this scale; the paper's
+# magnitudes (accuracy points of a model trained on 2.2B tokens) are not comparable.

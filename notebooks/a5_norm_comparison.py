@@ -34,13 +34,18 @@
 # warmup, cosine to 10%, no weight decay), sequences of 64 tokens instead of 256. Runs: the `a_130m`, `a_250m`
 # and `a_350m` experiments, three seeds per norm and size, shared with Tables 6, 7, 8 and Fig. 4.
 #
-# **The verdict rule, fixed before the numbers** (`cod/compare.py`): "A beats B" is
-# *reproduced* when A has the lower validation perplexity in every seed both have and the gap
-# of the means exceeds the larger seed standard deviation, *not reproduced* when B wins that
-# way, *inconclusive* otherwise. A run is **failed** (the paper's > 1000 entries) when the
-# trainer stopped it as diverged (non-finite loss, or above 20 for 3 logged steps) or its
-# perplexity is no better than a unigram model's; a failed run loses every comparison. "Early
-# loss" is each seed's mean training loss over 10-30% of its tokens.
+# **The verdict rule, fixed before the numbers** (`cod/verdicts.py`, the one rule of the
+# package): what is compared is the final validation perplexity of two norms at one size,
+# seed by seed (for Fig. 6's early phase: each seed's mean training loss over 10-30% of its
+# tokens). "A beats B" is *reproduced* when A has the lower value in every seed both have and
+# the gap of the seed means exceeds the larger standard deviation over seeds (no further
+# noise floor: one validation pass over the same held-out tokens for every run); *not
+# reproduced* when B wins the same way; *inconclusive* otherwise, and always with fewer than
+# two paired seeds. "LNS is best" must beat every other norm by that rule. A run is **failed**
+# (the paper's > 1000 entries; `cod/compare.py`) when the trainer stopped it as diverged
+# (non-finite loss, or above 20 for 3 logged steps) or its perplexity is no better than a
+# unigram model's; a failed run loses every comparison. Every claim is judged at each size
+# on its own; 1B is not trained, so its column is not judged.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: which runs were trained
@@ -53,15 +58,18 @@ early = [0.1, 0.3]  # fraction of training tokens over which the early loss is a
 figures_dir = figures_dir or f"figures/{profile}/a5_norm_comparison"
 
 # %%
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
-from IPython.display import display
+from IPython.display import Markdown, display
 
 from cod import plots
-from cod.compare import by_seed, failure_line, judge, judge_best, load_sweep, ppl_table
-from cod.results import load_history, save_claims
+from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_table
+from cod.results import load_history
+from cod.verdicts import Claims, best_of, compare
 
 ROWS = {"Post-LN": "post_ln", "DeepNorm": "deepnorm", "Mix-LN": "mix_ln", "Pre-LN": "pre_ln", "LNS": "lns"}
 PAPER = pd.DataFrame({"130M": [26.95, 27.17, 26.07, 26.73, 25.76],
@@ -69,6 +77,9 @@ PAPER = pd.DataFrame({"130M": [26.95, 27.17, 26.07, 26.73, 25.76],
                       "350M": [1368.33, 1362.59, 1363.21, 19.58, 18.20],
                       "1B": [1390.75, 1409.08, 1414.78, 17.02, 15.71]},
                      index=list(ROWS))  # PAPER_NUMBERS.md, A-Table 1 (> 1000: diverged)
+PAPER_PARAMS = {"130M": 130e6, "250M": 250e6, "350M": 350e6, "1B": 1e9}  # the sizes' names, as the x of Fig. 1
+PAPER_TOKENS = {"130M": 2.2e9, "250M": 3.9e9, "350M": 6.0e9, "1B": 8.9e9}  # A-Table 1's training tokens
+PAPER_BATCH_TOKENS = 512 * 256  # 512 sequences of 256 tokens a step
 
 runs_dir = Path(runs_root) / profile
 chance = failure_line(runs_dir, experiments["130M"])
@@ -94,32 +105,64 @@ table.to_csv(Path(figures_dir) / "table1.csv")
 display(table)
 
 # %% [markdown]
-# ## Fig. 1 (right): final loss against model size
-# Validation loss against non-embedding parameters, mean over seeds with min..max bars; failed
-# seeds are left out of the mean (the table counts them). The paper draws OLMo's training loss
-# from 60M to 7B parameters, Pre-LN against LNS.
+# ## Table 1 as a figure: final perplexity per size
+# A dot per seed and a bar at the mean of the seeds that did not fail; the paper's Table 1
+# on its own axis (grey, dashed), since its perplexities (C4, 32K vocabulary) are on another
+# scale. A run the paper reports as diverged is written, not drawn.
 
 # %%
-fig, ax = plt.subplots(figsize=(6, 4))
-for color, (label, variant) in zip(plt.cm.tab10.colors, ROWS.items()):
+fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.2), squeeze=False)
+for ax, size in zip(axes[0], sizes):
+    ppl_dots(ax, sweep[sweep["size"] == size], ROWS, PAPER[size])
+    ax.set_title(f"{size} miniature")
+plots.save(fig, figures_dir, "table1_perplexity")
+plt.show()
+
+# %% [markdown]
+# ## Fig. 1 (right): final loss against model size
+# Left: our validation loss (nats) against non-embedding parameters, a dot per seed and the
+# mean over the seeds that did not fail as a line (the table counts failed seeds). Right: the
+# paper's Table 1 in the same unit, the natural log of its perplexity, against the sizes'
+# names; a diverged run (perplexity above 1000) is a cross at the top. The paper's Fig. 1
+# draws OLMo's training loss from 60M to 7B parameters, Pre-LN against LNS; both axes are
+# logarithmic in size, as there.
+
+# %%
+fig, (ax, ax_paper) = plt.subplots(1, 2, figsize=(11, 4), sharey=False)
+for row, (color, (label, variant)) in enumerate(zip(plt.cm.tab10.colors, ROWS.items())):
     rows = sweep[(sweep["variant"] == variant) & ~sweep["failed"]]
     if rows.empty:
         continue
-    stats = rows.groupby("params_non_embedding")["val_loss"].agg(["mean", "min", "max"])
-    ax.errorbar(stats.index, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
-                color=color, marker="o", capsize=3, label=label)
+    ax.scatter(rows["params_non_embedding"], rows["val_loss"], color=color, s=12, alpha=0.6)
+    means = rows.groupby("params_non_embedding")["val_loss"].mean()
+    ax.plot(means.index, means, color=color, marker="o", markersize=4, label=label)
+    paper_loss = np.log(PAPER.loc[label].astype(float))
+    ok = PAPER.loc[label] < 1000
+    x = np.array([PAPER_PARAMS[size] for size in PAPER.columns])
+    ax_paper.plot(x[ok], paper_loss[ok], color=color, marker="o", markersize=4, label=label)
+    ax_paper.scatter(x[~ok], np.full((~ok).sum(), 0.97 - 0.05 * row), marker="x", color=color,
+                     transform=ax_paper.get_xaxis_transform())  # one level per norm, in a band kept free
 ax.set_xscale("log")
 ax.set_xlabel("non-embedding parameters")
-ax.set_ylabel("validation loss")
-ax.legend(fontsize=8)
-ax.set_title(f"Final loss against size ({profile} profile)")
+ax.set_ylabel("validation loss (nats)")
+ax.legend()
+ax.set_title(f"Ours: final loss against size ({profile} profile)")
+finite = np.log(PAPER[PAPER < 1000].stack().astype(float))
+ax_paper.set_ylim(finite.min() - 0.05, finite.max() + 0.45 * (finite.max() - finite.min()))
+ax_paper.set_xscale("log")
+ax_paper.set_xticks(list(PAPER_PARAMS.values()), list(PAPER_PARAMS), minor=False)
+ax_paper.set_xticks([], minor=True)
+ax_paper.set_xlabel("model size (paper)")
+ax_paper.set_ylabel(r"$\ln$ perplexity (nats)")
+ax_paper.set_title("Paper, Table 1 (×: diverged, perplexity > 1000)")
 plots.save(fig, figures_dir, "fig1_loss_vs_size")
 plt.show()
 
 # %% [markdown]
 # ## Figs. 1 (right) and 6: training loss, every norm at every size
 # Mean over seeds of each seed's running mean over 5 logged steps, min..max band. The lower
-# row zooms on LNS against Pre-LN, as Fig. 6 does.
+# row zooms on LNS against Pre-LN over the second half of training, as Fig. 6 does, in the
+# same colours as the upper row.
 
 # %%
 history = pd.concat([load_history(e, runs_dir).assign(size=s) for s, e in experiments.items() if s in sizes])
@@ -131,13 +174,13 @@ for column, size in enumerate(sizes):
     axes[0][column].set_ylim(top=at["loss"].quantile(0.5) + 1.0)
     axes[0][column].set_title(f"{size} miniature: all norms")
     pair = at[at["variant"].isin(["pre_ln", "lns"])]
-    plots.loss_curves(axes[1][column], pair, {"Pre-LN": "pre_ln", "LNS": "lns"}, smooth=5)
+    plots.loss_curves(axes[1][column], pair, ROWS, smooth=5)  # the full ROWS keeps each norm's colour
     tail = pair[pair["tokens"] >= 0.5 * pair["tokens"].max()]["loss"]
     axes[1][column].set_ylim(tail.min() - 0.05, tail.max() + 0.1)
     axes[1][column].set_xlim(left=0.5 * pair["tokens"].max())
     axes[1][column].set_title(f"{size}: Pre-LN and LNS, second half")
-axes[0][-1].legend(fontsize=8)
-axes[1][-1].legend(fontsize=8)
+axes[0][-1].legend()
+axes[1][-1].legend()
 plots.save(fig, figures_dir, "fig6_loss_curves")
 plt.show()
 
@@ -153,65 +196,103 @@ def early_loss(at: pd.DataFrame, variant: str) -> pd.Series:
     return window.groupby("seed")["loss"].mean()
 
 
-claims = []
+claims = Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique()))
+v = {}  # claim id -> Verdict, for the text below
+DIVERGED_FROM = {"Post-LN": "250M", "DeepNorm": "350M", "Mix-LN": "350M"}  # the paper's Table 1
 
 
-def claim(id_, item, text, paper_value, verdict_why):
-    verdict, why = verdict_why
-    claims.append({"id": id_, "item": item, "claim": text, "paper_value": paper_value, "ours": why,
-                   "verdict": verdict})
+def worse_key(label: str, size: str) -> str:
+    return f"a5-{ROWS[label].replace('_', '-')}-vs-pre-ln-{size.lower()}"
 
 
+ppl, early_losses = {}, {}
 for size in sizes:
     at, tag, p = sweep[sweep["size"] == size], size.lower(), PAPER[size]
-    ppl = {label: by_seed(at, variant) for label, variant in ROWS.items()}
-    claim(f"a5-lns-best-{tag}", "Table 1", f"LNS has the lowest perplexity of the five norms ({size})",
-          f"{p['LNS']}, best of five", judge_best(ppl, "LNS"))
-    claim(f"a5-lns-beats-pre-ln-{tag}", "Table 1 / Fig. 6", f"LNS ends below Pre-LN ({size})",
-          f"{p['LNS']} vs {p['Pre-LN']}", judge(ppl["LNS"], ppl["Pre-LN"]))
-    for label in ("Post-LN", "DeepNorm", "Mix-LN"):
+    ppl[size] = q = {label: by_seed(at, variant) for label, variant in ROWS.items()}
+    v[f"a5-lns-best-{tag}"] = claims.add(
+        f"a5-lns-best-{tag}", "Table 1", f"LNS has the lowest perplexity of the five norms ({size})",
+        f"{p['LNS']}, best of five", best_of(q, "LNS"))
+    v[f"a5-lns-beats-pre-ln-{tag}"] = claims.add(
+        f"a5-lns-beats-pre-ln-{tag}", "Table 1 / Fig. 6", f"LNS ends below Pre-LN ({size})",
+        f"{p['LNS']} vs {p['Pre-LN']}", compare(q["LNS"], q["Pre-LN"]))
+    for label in DIVERGED_FROM:
         failed = by_seed(at, ROWS[label], "failed")
-        verdict, why = judge(ppl["Pre-LN"], ppl[label])
-        claim(f"a5-{ROWS[label].replace('_', '-')}-vs-pre-ln-{tag}", "Table 1",
-              f"{label} is worse than Pre-LN ({size}; the paper: diverged from "
-              f"{ {'Post-LN': '250M', 'DeepNorm': '350M', 'Mix-LN': '350M'}[label]})",
-              f"{p[label]} vs {p['Pre-LN']}", (verdict, f"{why}; failed in {int(failed.sum())}/{len(failed)} seeds"))
+        verdict = compare(q["Pre-LN"], q[label])
+        verdict = replace(verdict, why=f"{verdict.why}; {label} failed in {int(failed.sum())}/{len(failed)} seeds")
+        v[worse_key(label, size)] = claims.add(
+            worse_key(label, size), "Table 1",
+            f"{label} is worse than Pre-LN ({size}; the paper: diverged from {DIVERGED_FROM[label]})",
+            f"{p[label]} vs {p['Pre-LN']}", verdict)
     hist = history[history["size"] == size]
-    claim(f"a5-lns-slower-early-{tag}", "Fig. 6", f"LNS converges more slowly than Pre-LN early in training ({size})",
-          "slightly slower early (OLMo-7B)", judge(early_loss(hist, "pre_ln"), early_loss(hist, "lns")))
-for c in claims:
-    c.update(paper="A", profile=profile, seeds=sorted(int(s) for s in sweep["seed"].unique()))
-save_claims(figures_dir, claims)
-display(pd.DataFrame(claims)[["id", "paper_value", "ours", "verdict"]])
+    early_losses[size] = {label: early_loss(hist, ROWS[label]) for label in ("Pre-LN", "LNS")}
+    v[f"a5-lns-slower-early-{tag}"] = claims.add(
+        f"a5-lns-slower-early-{tag}", "Fig. 6", f"LNS converges more slowly than Pre-LN early in training ({size})",
+        "slightly slower early (OLMo-7B)", compare(early_losses[size]["Pre-LN"], early_losses[size]["LNS"]))
+display(claims.save(figures_dir))
 
 # %% [markdown]
 # ## Reading the result
-#
-# The tables above are regenerated from the runs every time this notebook executes; the
-# paragraph below interprets the committed `default`-profile runs.
-#
-# **Not reproduced: LNS is not the best norm at any of the three sizes.** Post-LN, DeepNorm and
-# Mix-LN beat it, and beat Pre-LN, clearly at every size (about 223 against 236 at 130M, 119-123
-# against 126 at 250M, 66-69 against 73 at 350M, with seed spreads of 0.1-4).
-#
-# **LNS against Pre-LN changes with size.** At 130M the two tie (238 ± 2 against 236 ± 4,
-# inconclusive), at 250M LNS is worse in every seed (127.6 against 125.8, about twice the seed
-# spread), and at 350M it is better in every seed (70.8 ± 0.6 against 72.9 ± 0.6: reproduced).
-# Three sizes do not make a trend. 250M and 350M have the same depth (24 layers) and differ in
-# width (24 against 32) and tokens (1.7M against 3.1M), so either may be what turns the sign.
-#
-# **Not reproduced: no norm fails.** Every Post-LN, DeepNorm and Mix-LN run trains at 24 layers,
-# where the paper's Post-LN diverges from 250M and DeepNorm and Mix-LN from 350M. At 420-1,500
-# steps with 10% warmup, gradient clipping at 1 and width 24-32, nothing drives these models to
-# the instability the paper's 130M-1B runs meet.
-#
-# **Fig. 6's early phase.** LNS is slightly behind Pre-LN early in training (10-30% of tokens):
-# reproduced at 250M (6.133 against 6.121), inside the seed spread at 130M and 350M. At 130M and
-# 250M LNS never overtakes Pre-LN, unlike the paper's curves; at 350M it is ahead by the end.
-#
-# The layer analyses of `a10_layer_effectiveness_lns` show what LNS does at this scale: its deep
-# blocks stay nearly inert, since 1/sqrt(l) shrinks what they see and 420-840 steps are too few
-# for their weights to make up for it. The paper's runs take about 35-40 times more optimiser
-# steps (16,800 at 130M against our 420) at about twice our tokens per parameter. More steps at
-# the same shapes would test that reading (`train.steps` of the sizes in `params.yaml`). Here,
-# these tables are the finding.
+# Generated from the runs above on every execution, so its numbers are those of this run.
+
+# %%
+def mean(size: str, label: str) -> float:
+    values = ppl[size][label]
+    return float(values[np.isfinite(values)].mean())
+
+
+def verdicts(key: str) -> str:
+    return ", ".join(f"*{v[f'a5-{key}-{size.lower()}'].verdict}* at {size}" for size in sizes)
+
+
+def late_loss(size: str, label: str) -> float:
+    """Mean training loss over the last 10% of tokens, seeds pooled: who is ahead at the end."""
+    rows = history[(history["size"] == size) & (history["variant"] == ROWS[label])]
+    return float(rows[rows["tokens"] >= 0.9 * rows["tokens"].max()]["loss"].mean())
+
+
+n_failed = int(sweep["failed"].sum())
+others = list(DIVERGED_FROM)
+shape = sweep.groupby("size")[["params_non_embedding", "tokens", "steps"]].max()
+paper_steps = {size: PAPER_TOKENS[size] / PAPER_BATCH_TOKENS for size in sizes}
+ratio = [paper_steps[size] / shape["steps"][size] for size in sizes]
+text = [
+    "**LNS as the best of the five norms:** " + verdicts("lns-best") + ". " + " ".join(
+        f"At {size}, from best to worst: {', '.join(sorted(ROWS, key=lambda label, s=size: mean(s, label)))}."
+        for size in sizes),
+    "**Post-LN, DeepNorm and Mix-LN against Pre-LN.** " + " ".join(
+        f"At {size}: " + ", ".join(f"{label} {mean(size, label):.1f}" for label in others)
+        + f" against Pre-LN {mean(size, 'Pre-LN'):.1f}; 'worse than Pre-LN' is "
+        + ", ".join(f"*{v[worse_key(label, size)].verdict}* for {label}" for label in others) + "."
+        for size in sizes)
+    + f" {n_failed} of the {len(sweep)} runs failed"
+    + ("" if n_failed else f", where the paper's Post-LN diverges from {DIVERGED_FROM['Post-LN']} and DeepNorm and "
+                           f"Mix-LN from {DIVERGED_FROM['Mix-LN']}") + ".",
+    "**LNS against Pre-LN, size by size:** " + "; ".join(
+        f"{size} {cell(ppl[size]['LNS'], digits=1)} against {cell(ppl[size]['Pre-LN'], digits=1)} "
+        f"(*{v[f'a5-lns-beats-pre-ln-{size.lower()}'].verdict}*)" for size in sizes)
+    + ". Our sizes: " + "; ".join(
+        f"{size} has {shape['params_non_embedding'][size] / 1e3:.0f}K non-embedding parameters, trained on "
+        f"{shape['tokens'][size] / 1e6:.2f}M tokens" for size in sizes)
+    + ". With this few sizes, a change of sign is not a trend.",
+    "**Fig. 6's early phase** (mean training loss over "
+    f"{early[0]:.0%}-{early[1]:.0%} of the tokens), LNS against Pre-LN: " + "; ".join(
+        f"{size} {early_losses[size]['LNS'].mean():.3f} against {early_losses[size]['Pre-LN'].mean():.3f} "
+        f"(*{v[f'a5-lns-slower-early-{size.lower()}'].verdict}*)" for size in sizes)
+    + ". Over the last 10% of training LNS is " + "; ".join(
+        f"{'ahead' if late_loss(size, 'LNS') < late_loss(size, 'Pre-LN') else 'behind'} at {size} "
+        f"({late_loss(size, 'LNS'):.3f} against {late_loss(size, 'Pre-LN'):.3f})" for size in sizes)
+    + "; in the paper's curves it is behind early and ahead by the end.",
+    "**Scale.** The paper's runs take " + ", ".join(
+        f"{paper_steps[size]:,.0f} optimiser steps at {size} against our {shape['steps'][size]:,}" for size in sizes)
+    + f" (about {min(ratio):.0f}-{max(ratio):.0f} times more), at more tokens per parameter.",
+]
+display(Markdown("\n\n".join(text)))
+
+# %% [markdown]
+# A reading, not tested here: the layer analyses of `a10_layer_effectiveness_lns` show that
+# LNS's deep blocks stay nearly inert at this scale, since $1/\sqrt{l}$ shrinks what they see
+# and a few hundred optimiser steps are too few for their weights to make up for it. The
+# paper's divergences (Post-LN, DeepNorm and Mix-LN at 24 layers) need far longer training
+# than these runs, with warmup and gradient clipping, have. More steps at the same shapes
+# would test both readings (`train.steps` of the sizes in `params.yaml`). Here, these tables
+# are the finding.

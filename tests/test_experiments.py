@@ -109,6 +109,36 @@ def test_an_analysis_measures_the_variants_it_names():
         analysed_runs({**spec, "variants": ["pre-ln"]}, params)
 
 
+def test_fine_tuning_runs_start_from_their_base_runs():
+    params = load_params()
+    params["profile"] = "default"
+    assert experiments.section_of("a6_sft", params) == "finetunes"
+    runs = resolve_runs("a6_sft", params)
+    base = {run.name: run for run in resolve_runs("a_250m", params)}
+    assert {run.name for run in runs} == {f"{v}_s{s}" for v in ("pre_ln", "lns", "post_ln", "deepnorm", "mix_ln")
+                                          for s in (0, 1, 2)}
+    for run in runs:
+        cfg, parent = run.config, base[run.name]
+        assert cfg.finetune.base == f"checkpoints/default/a_250m/{run.name}/model.pt"
+        assert cfg.model == parent.config.model and cfg.seed == parent.seed
+        assert cfg.optim.lr == params["finetunes"]["a6_sft"]["overrides"]["optim.lr"]
+    params["finetunes"]["a6_sft"]["variants"]["pre-ln"] = {}
+    with pytest.raises(ConfigError, match="variant 'pre-ln' has no run in experiments.a_250m; allowed: .*pre_ln"):
+        resolve_runs("a6_sft", params)
+    with pytest.raises(ConfigError, match="experiment 'a6' is not declared; allowed: .*a6_sft"):
+        resolve_runs("a6", params)
+
+
+def test_a_zero_shot_only_analysis_needs_no_layer_settings():
+    params = smoke_params()
+    spec = analysis_settings("a6_sft", params)
+    assert spec["layers"] is False and spec["zero_shot_part"] == "eval" and "tau" not in spec
+    assert {run.variant for run in analysed_runs(spec, params)} == {"pre_ln", "lns", "post_ln", "deepnorm", "mix_ln"}
+    params["analyses"]["a6_sft"] = {k: v for k, v in params["analyses"]["a6_sft"].items() if k != "layers"}
+    with pytest.raises(ConfigError, match="missing \\['eval_tokens'"):
+        analysis_settings("a6_sft", params)  # measuring layers needs their settings
+
+
 def test_stored_layer_analysis_reads_back_as_the_same_objects(tmp_path):
     torch.manual_seed(0)
     model = Transformer(ModelConfig(vocab_size=61, d_model=16, n_layers=3, n_heads=2, max_seq_len=16)).eval()

@@ -67,9 +67,20 @@ def test_verdict_rules():
     assert claims.at_least_verdict(fits.Estimate(0.3, 0.28, 0.32), 1.0) == "fails"
     assert claims.law_preference_verdict({"power": 0.02, "exponential": 0.4}, "exponential") == "fails"
     assert claims.weakest("holds", "fails", "holds loosely") == "fails"
-    assert claims.decay_verdict([fits.Estimate(-0.5, -0.6, -0.4)]) == "holds loosely"
-    with pytest.raises(ValueError):
-        claims.claim("x", "A", "i", "c", "p", "o", "maybe", 0, "smoke")
+    # "holds loosely" is within a stated tolerance of the claim, never merely the right direction
+    assert claims.exponent_verdict(fits.Estimate(-0.5, -0.6, -0.4), -1.0) == "fails"
+    assert claims.exponent_verdict(claims.exact(317.0), 1.0) == "fails"
+    assert claims.value_verdict(fits.Estimate(1.03, 1.02, 1.04), 1.0) == "holds loosely"
+    assert claims.bound_verdict([1.69], [0.60]) == "fails"  # a bound below what it bounds fails
+    assert claims.upper_law_verdict({"power": 0.02, "exponential": 0.4, "log": 0.1}, "exponential") == "holds loosely"
+    assert claims.upper_law_verdict({"power": 0.4, "exponential": 0.02}, "power") == "fails"
+    assert claims.gaussian_independent_verdict([(0.04, 0.15), (0.58, 0.43)]) == "fails"
+    assert claims.gaussian_independent_verdict([(0.04, 0.15), (0.15, 0.43)]) == "holds loosely"
+    assert claims.bounded_verdict(0.007, claimed_bounded=False) == "fails"
+    assert claims.increasing_verdict([fits.Estimate(1, 0.9, 1.1), fits.Estimate(2, 1.9, 2.1)]) == "holds"
+    assert claims.increasing_verdict([fits.Estimate(1, 0.9, 1.1), fits.Estimate(1.05, 0.95, 1.15)]) == "holds loosely"
+    assert claims.reduction_verdict(141.0) == "fails"
+    assert claims.below_verdict(fits.Estimate(-0.86, -0.87, -0.85)) == "holds"
 
 
 # --- paper A: bound formulas on analytic cases ---------------------------------------------------
@@ -146,9 +157,25 @@ def test_forward_mode_jacobians_match_autograd(attn, ffn):
         x = torch.randn(2, 3, 8)
         xm, ja = jacobians._jacobian(jacobians._attention_jvp, x, w, cfg, 3)
         _, jf = jacobians._jacobian(jacobians._ffn_jvp, xm, w, cfg, 3)
-        one = lambda i: LayerWeights(*[t[i:i + 1] for t in w])
-        ref_a = torch.stack([torch.autograd.functional.jacobian(lambda z: attn_sublayer(z[None], one(i), cfg, 3)[0], x[i]).reshape(24, 24) for i in range(2)])
-        ref_f = torch.stack([torch.autograd.functional.jacobian(lambda z: ffn_sublayer(z[None], one(i), cfg, 3)[0], xm[i]).reshape(24, 24) for i in range(2)])
+        def one(i):
+            return LayerWeights(*[t[i : i + 1] for t in w])
+
+        ref_a = torch.stack(
+            [
+                torch.autograd.functional.jacobian(lambda z: attn_sublayer(z[None], one(i), cfg, 3)[0], x[i]).reshape(
+                    24, 24
+                )
+                for i in range(2)
+            ]
+        )
+        ref_f = torch.stack(
+            [
+                torch.autograd.functional.jacobian(lambda z: ffn_sublayer(z[None], one(i), cfg, 3)[0], xm[i]).reshape(
+                    24, 24
+                )
+                for i in range(2)
+            ]
+        )
         assert torch.allclose(ja, ref_a, atol=1e-10) and torch.allclose(jf, ref_f, atol=1e-10)
     finally:
         torch.set_default_dtype(torch.float32)
@@ -172,7 +199,9 @@ def test_jacobian_run_rigorous_bounds_hold():
 def test_query_gradient_is_zero_for_uniform_attention():
     g, rms_x, _ = jacobians.query_gradient_norm(StackConfig(d_model=16, d_ff=32, n_tokens=4), [1, 2], 2, 0, 3)
     assert np.all(g == 0) and rms_x.shape == (2, 2)
-    g2, _, _ = jacobians.query_gradient_norm(StackConfig(d_model=16, d_ff=32, n_tokens=4, attention="softmax"), [1], 2, 0, 5)
+    g2, _, _ = jacobians.query_gradient_norm(
+        StackConfig(d_model=16, d_ff=32, n_tokens=4, attention="softmax"), [1], 2, 0, 5
+    )
     assert np.all(g2 > 0)
 
 
@@ -261,5 +290,7 @@ def test_tiny_lm_runs_and_trains():
     jac = real_stack.block_jacobians(model, idx[0, :4])
     assert jac["dev"].shape == (3,) and np.all(jac["prod_norm"] > 0)
     x0 = model.embed(idx[:1, :4])[0].detach()
-    ref = torch.autograd.functional.jacobian(lambda z: model.blocks[0](z[None], model.rotary(4))[0][0], x0).reshape(64, 64)
+    ref = torch.autograd.functional.jacobian(lambda z: model.blocks[0](z[None], model.rotary(4))[0][0], x0).reshape(
+        64, 64
+    )
     assert jac["dev"][0] == pytest.approx(float(torch.linalg.matrix_norm(ref - torch.eye(64), ord=2)), rel=1e-4)

@@ -7,4 +7,5 @@
 - `prepare`: CLI that writes `train.bin`, `val.bin`, `val_bbc.bin` and `meta.json`
 - `loader`: deterministic, resumable, rank-sliced batches over the token arrays
 - `fineweb`: FineWeb-Edu (streamed) or local parquet/jsonl documents
+- `instructions`: the instruction mix of supervised fine-tuning and its batches
 """

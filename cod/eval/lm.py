@@ -40,6 +40,45 @@ def _positions(model) -> int | None:
     return getattr(model.config, "max_position_embeddings", None)
 
 
+class TextEncoder:
+    """Text to token ids the way the model saw documents in training: no special tokens added,
+    one `prefix` token (the document separator) before each document."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.prefix = self._prefix_token()
+
+    def _prefix_token(self) -> int | None:
+        if hasattr(self.tokenizer, "token_to_id"):  # tokenizers.Tokenizer
+            return self.tokenizer.token_to_id(EOT)
+        if EOT in self.tokenizer.get_vocab():  # a membership test: SmolLM2's unknown token *is* EOT
+            return self.tokenizer.convert_tokens_to_ids(EOT)
+        return self.tokenizer.bos_token_id
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of `text`, no special tokens added."""
+        if hasattr(self.tokenizer, "token_to_id"):
+            return self.tokenizer.encode(text, add_special_tokens=False).ids
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def document(self, text: str) -> list[int]:
+        """`prefix` followed by the ids of `text`."""
+        return ([] if self.prefix is None else [self.prefix]) + self.encode(text)
+
+    def request(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """(context ids, continuation ids) the lm-evaluation-harness way: the context is encoded as
+        `document(context)`, the whole as `document(context + continuation)`, and the continuation's
+        ids are the whole's after the context's (trailing spaces of the context move to the
+        continuation first)."""
+        moved = len(context) - len(context.rstrip(" "))
+        if moved:
+            context, continuation = context[:-moved], context[-moved:] + continuation
+        head = self.document(context)
+        if not head:
+            raise ValueError("an empty context needs a prefix token: give a tokenizer that has one")
+        return head, self.document(context + continuation)[len(head):]
+
+
 class LanguageModel:
     """Token ids in, per-position log-probabilities out, for any model with a tokenizer."""
 
@@ -52,26 +91,25 @@ class LanguageModel:
         self.tokenizer, self.order = tokenizer, order
         limits = [n for n in (_positions(self.model), max_len) if n]
         self.max_len = min(limits) if limits else None  # longest input; longer ones lose their start
-        self.prefix = None if tokenizer is None else self._prefix_token()
+        self.text = None if tokenizer is None else TextEncoder(tokenizer)
+        self.prefix = None if tokenizer is None else self.text.prefix
 
-    def _prefix_token(self) -> int | None:
-        if hasattr(self.tokenizer, "token_to_id"):  # tokenizers.Tokenizer
-            return self.tokenizer.token_to_id(EOT)
-        if EOT in self.tokenizer.get_vocab():  # a membership test: SmolLM2's unknown token *is* EOT
-            return self.tokenizer.convert_tokens_to_ids(EOT)
-        return self.tokenizer.bos_token_id
+    def _text(self) -> TextEncoder:
+        if self.text is None:
+            raise ValueError("this LanguageModel has no tokenizer: pass `tokenizer` to score text")
+        return self.text
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`, no special tokens added."""
-        if self.tokenizer is None:
-            raise ValueError("this LanguageModel has no tokenizer: pass `tokenizer` to score text")
-        if hasattr(self.tokenizer, "token_to_id"):
-            return self.tokenizer.encode(text, add_special_tokens=False).ids
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return self._text().encode(text)
 
     def document(self, text: str) -> list[int]:
         """`prefix` followed by the ids of `text`."""
-        return ([] if self.prefix is None else [self.prefix]) + self.encode(text)
+        return self._text().document(text)
+
+    def request(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """(context ids, continuation ids); see `TextEncoder.request`."""
+        return self._text().request(context, continuation)
 
     def hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """(B, T) ids -> (B, T, D) last residual stream of the (possibly reordered) model."""

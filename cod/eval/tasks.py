@@ -23,6 +23,10 @@ The delimiter before each choice is one space. MMLU uses the cloze format rather
 harness's lettered one because models of this project's size cannot follow letters.
 `limit` keeps a fixed random subset (seed 0) of the items, the same for every model, so
 subsets of MMLU span its subjects.
+
+Parts. None of these sets ships a training split, so supervised fine-tuning (paper A's Table 2)
+takes a fixed random half of each set, `part="tune"`, and is evaluated on the other half,
+`part="eval"`; the halves are disjoint by construction and the same on every machine.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -176,11 +181,25 @@ def _docs(name: str) -> tuple[dict, ...]:
     return tuple(doc for folder in found for doc in datasets.load_from_disk(str(folder)))
 
 
-def load_task(name: str, limit: int | None = None) -> list[Item]:
-    """The items of task `name` in its prompt format; `limit` keeps a fixed random subset."""
-    docs = _docs(name)
-    keep = range(len(docs)) if limit is None else np.random.default_rng(0).permutation(len(docs))[:limit]
-    return [task(name).format(docs[i]) for i in keep]
+PARTS = ("tune", "eval")  # fine-tuning's half of a set, and the half it is evaluated on
+
+
+def part_indices(name: str, part: str) -> np.ndarray:
+    """Sorted indices of the documents of task `name` in `part` ('tune': the first half of a
+    permutation seeded by the task's name, 'eval': the rest)."""
+    if part not in PARTS:
+        raise ValueError(f"part={part!r} not allowed; allowed: {', '.join(PARTS)}")
+    n = len(_docs(name))
+    order = np.random.default_rng(zlib.crc32(name.encode())).permutation(n)
+    return np.sort(order[: n // 2] if part == "tune" else order[n // 2:])
+
+
+def load_task(name: str, limit: int | None = None, part: str | None = None) -> list[Item]:
+    """The items of task `name` in its prompt format; `part` keeps one half of the set (see
+    Parts above), `limit` a fixed random subset (of the part)."""
+    pool = np.arange(len(_docs(name))) if part is None else part_indices(name, part)
+    keep = pool if limit is None else pool[np.random.default_rng(0).permutation(len(pool))[:limit]]
+    return [task(name).format(_docs(name)[i]) for i in keep]
 
 
 def chance(items: list[Item], name: str) -> float:

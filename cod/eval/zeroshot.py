@@ -1,11 +1,8 @@
 """Zero-shot multiple choice and LAMBADA, scored the lm-evaluation-harness way.
 
-A request is (context, continuation). The context is encoded as `prefix + encode(context)`,
-the whole as `prefix + encode(context + continuation)`, and the continuation's tokens are
-the whole's tokens after the context's (trailing spaces of a context move to the
-continuation first). Its score is the summed log-probability of those tokens; `greedy`
-says whether each of them is also the argmax. Inputs longer than the model's positions
-lose their start.
+A request is (context, continuation), split into token ids by `TextEncoder.request`. Its
+score is the summed log-probability of the continuation's ids; `greedy` says whether each of
+them is also the argmax. Inputs longer than the model's positions lose their start.
 
 Per item with choices c_i: `acc` takes argmax_i loglik_i, `acc_norm` takes
 argmax_i loglik_i / len(c_i) (characters, delimiter excluded); LAMBADA's `acc` is the share
@@ -24,24 +21,13 @@ from cod.eval.lm import LanguageModel
 from cod.eval.tasks import TASKS, Item, chance, load_task, task
 
 
-def _split(lm: LanguageModel, context: str, continuation: str) -> tuple[list[int], list[int]]:
-    moved = len(context) - len(context.rstrip(" "))
-    if moved:
-        context, continuation = context[:-moved], context[-moved:] + continuation
-    head = lm.document(context)
-    whole = lm.document(context + continuation)
-    if not head:
-        raise ValueError("an empty context needs a prefix token: give the LanguageModel a tokenizer that has one")
-    return head, whole[len(head):]
-
-
 @torch.no_grad()
 def loglikelihoods(lm: LanguageModel, requests: Sequence[tuple[str, str]], batch_tokens: int = 4096
                    ) -> tuple[np.ndarray, np.ndarray]:
     """(summed log-probability, greedy match) of each (context, continuation) request."""
     encoded = []
     for context, continuation in requests:
-        head, tail = _split(lm, context, continuation)
+        head, tail = lm.request(context, continuation)
         ids = (head + tail)[:-1]
         if lm.max_len is not None:  # as lm-evaluation-harness: keep the last max_len positions and
             ids = ids[-lm.max_len:]  # score the continuation tokens that survive
@@ -91,11 +77,13 @@ def score_items(lm: LanguageModel, items: Sequence[Item], greedy: bool = False, 
     return {"acc": float(np.mean(right)), "acc_norm": float(np.mean(right_norm)), "n": len(items)}
 
 
-def evaluate(lm: LanguageModel, name: str, limit: int | None = None, batch_tokens: int = 4096) -> dict:
-    """{'task', 'acc', 'acc_norm', 'chance', 'n'} of `lm` on task `name` (see cod.eval.tasks)."""
-    items = load_task(name, limit)
+def evaluate(lm: LanguageModel, name: str, limit: int | None = None, batch_tokens: int = 4096,
+             part: str | None = None) -> dict:
+    """{'task', 'acc', 'acc_norm', 'chance', 'n'} of `lm` on task `name` (see cod.eval.tasks);
+    `part` = 'eval' scores only the half of the set that fine-tuning never sees."""
+    items = load_task(name, limit, part)
     result = score_items(lm, items, task(name).greedy, batch_tokens)
-    return {"task": name, **result, "chance": chance(items, name)}
+    return {"task": name, **result, "chance": chance(items, name), **({"part": part} if part else {})}
 
 
 def evaluate_all(lm: LanguageModel, names: Sequence[str] | None = None, limit: int | None = None,

@@ -3,7 +3,8 @@
 Var(h) = mean over tokens t of the variance of h_t across the hidden dimension, i.e. for
 h of shape (B, T, D): h.var(dim=-1, unbiased=False).mean(). Measured on the residual
 stream leaving each block (the last one before the final norm) and on what the attention
-and MLP branches add to it.
+and MLP branches add to it. Read from the model's named states, so a ViT is measured alike
+(over its patch and class tokens).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def token_variance(h: torch.Tensor) -> float:
 
 @torch.no_grad()
 def layer_variances(model: Transformer, idx: torch.Tensor) -> dict[str, list[float]]:
-    """Variances of every block's output and branch outputs on tokens idx (B, T).
+    """Variances of every block's output and branch outputs on inputs idx: tokens (B, T), or
+    images (B, C, H, W) for a ViT (`cod.vision`), whose states are (B, T, D) alike.
 
     Returns lists indexed by block (0-based): resid_var, attn_var, mlp_var.
     """

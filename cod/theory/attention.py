@@ -64,7 +64,9 @@ def gqa_output_draws(n_keys: int, n_heads: int, group_sizes, n_draws: int, logit
         if n_heads % g:
             raise ValueError(f"group size {g} must divide n_heads={n_heads}")
         p = _weights(rng, (n_draws, n_heads), n_keys, logit_scale)  # (D, H, n)
-        v = rng.standard_normal((n_draws, n_heads // g, n_keys)).repeat(g, axis=1)  # (D, H, n): heads of a group share values
+        v = rng.standard_normal((n_draws, n_heads // g, n_keys)).repeat(
+            g, axis=1
+        )  # (D, H, n): heads of a group share values
         heads = (p * v).sum(-1)  # (D, H)
         if readout == "head":
             out[:, i] = heads[:, 0]

@@ -20,7 +20,9 @@ def takase_constants(sigma: float, d: int, d_ff: int, n_heads: int, seq_len: int
     """A and B of paper A eqs. 47-48 for weight std sigma."""
     d_head = d / n_heads
     k = 2 * d * n_heads * (math.sqrt(seq_len) + 2 + 1 / math.sqrt(seq_len))
-    a = sigma**2 / (math.sqrt(d) + math.sqrt(d_ff)) ** 2 + k * sigma**2 * (d * math.sqrt(d_head) + 1 + math.sqrt(d_head / d))
+    a = sigma**2 / (math.sqrt(d) + math.sqrt(d_ff)) ** 2 + k * sigma**2 * (
+        d * math.sqrt(d_head) + 1 + math.sqrt(d_head / d)
+    )
     b = k * sigma**4 * d * math.sqrt(d_head)
     return a, b
 
@@ -36,7 +38,9 @@ def log10_product_bound(sigma_x: np.ndarray, a: float, b: float, lns: bool = Fal
     return np.cumsum(np.log1p(a / (t * sigma_x) + b / (t * sigma_x) ** 2), -1) / math.log(10)
 
 
-def lemma_a2_factors(sigma_x, sigma_mid, sigma: float, d: int, d_ff: int, n_heads: int, seq_len: int, lns: bool = False):
+def lemma_a2_factors(
+    sigma_x, sigma_mid, sigma: float, d: int, d_ff: int, n_heads: int, seq_len: int, lns: bool = False
+):
     """Per-sublayer factors of eq. 36 (Pre-LN) / eq. 61 (LNS) as printed: (attention (..., L), FFN (..., L))."""
     sigma_x, sigma_mid = np.asarray(sigma_x, float), np.asarray(sigma_mid, float)
     layer = np.arange(1, sigma_x.shape[-1] + 1)
@@ -59,7 +63,9 @@ def thm43_prefactor(sigma_x1: float, sigma: float, d: int, n_heads: int, seq_len
 def paper_m(a: float, b: float) -> float:
     """The limit M of eq. 49 (second-order Taylor expansion of the product with sigma_l = e^l)."""
     e = math.e
-    return math.exp(a / (e - 1) + b / (e**2 - 1) - 0.5 * (a**2 / (e**2 - 1) + 2 * a * b / (e**3 - 1) + b**2 / (e**4 - 1)))
+    return math.exp(
+        a / (e - 1) + b / (e**2 - 1) - 0.5 * (a**2 / (e**2 - 1) + 2 * a * b / (e**3 - 1) + b**2 / (e**4 - 1))
+    )
 
 
 def log_product(a: float, b: float, sigma: np.ndarray, layer_power: float = 0.0) -> np.ndarray:

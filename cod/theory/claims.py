@@ -1,11 +1,44 @@
-"""Verdicts and the claims / results JSON files the theory notebooks write.
+"""The verdict rules of the theory notebooks (a3_theory, b2_theory), and their results.json writer.
 
-A verdict is decided from numbers by the rules below, never typed by hand:
-- exponent laws: "holds" when the claimed exponent lies in the 95% interval, "holds loosely" when it
-  is within `tol` of the estimate, "fails" otherwise;
-- bounds: "fails" when any sample exceeds the bound, "holds loosely" when the bound holds but
-  overshoots the median sample by more than `loose_factor`, "holds" otherwise;
-- growth laws: the claimed law against the alternatives by the RMS log-error of their best fits.
+A theory verdict is "holds", "holds loosely" or "fails", computed from numbers by one of the rules
+below and recorded with `cod.verdicts.Claims.add(..., Verdict(verdict, why))`. "Holds loosely"
+always means *within a stated tolerance of what the statement claims*, never merely "goes the
+claimed way"; each rule names its tolerance:
+
+- `exponent_verdict` (a claimed exponent or law): "holds" when the claimed value lies in the 95%
+  interval of the estimate, "holds loosely" when the estimate is within `tol` (default 0.1,
+  absolute) of it, "fails" otherwise. An exact evaluation is an estimate with a zero-width interval.
+- `value_verdict` (a claimed value, e.g. a fixed point): as above with a relative tolerance
+  `rel_tol` (default 5%).
+- `at_least_verdict` (a lower bound on an exponent): "holds" when the whole interval is at or
+  above `claimed - tol`, "fails" when the whole interval is below it, "holds loosely" when the
+  interval straddles it (default tol 0.1).
+- `bound_verdict` / `bound_verdict_ci` (an upper bound on a measured quantity): "fails" when any
+  sample (any 95% interval, for Monte-Carlo estimates) lies above the bound, "holds loosely" when
+  the bound holds but overshoots the median sample by more than `loose_factor` (default 10x),
+  "holds" otherwise. A bound below the quantity it bounds fails.
+- `law_preference_verdict` (a named growth law against the alternatives, by the RMS log-error of
+  each law's best fit, all fitted in the same log space): "holds" when the claimed law fits best,
+  "holds loosely" when another fits better by at most `factor` (default 2x), "fails" otherwise.
+- `upper_law_verdict` (an upper bound stated as a growth law, e.g. O(exp L)): "fails" when the best
+  law grows faster than the bound's law, "holds" when the bound's law fits within `factor` (2x) of
+  the best (the bound is approached), "holds loosely" when the data grow more slowly (it holds but
+  is not approached).
+- `gaussian_independent_verdict` (Assumption 3.1 over several settings): "holds" when every setting
+  has max |branch-residual correlation| <= `rho_tol` (0.1) and max |excess kurtosis| <= `kurt_tol`
+  (0.5), "holds loosely" when every setting is within twice those tolerances, "fails" otherwise.
+- `bounded_verdict` (a product claimed bounded, or claimed to keep growing): the product counts
+  as bounded when its logarithm changes by less than `tol` (default 0.01) over the stated stretch
+  of depth; "holds" when that agrees with the claim, "fails" otherwise.
+- `below_verdict` (a quantity or exponent claimed below a limit, e.g. "-> 0"): "holds" when the
+  95% interval lies below the limit, "fails" otherwise.
+- `increasing_verdict` (a claimed monotone dependence): "holds" when each consecutive 95% interval
+  lies wholly above the previous one, "fails" when any lies wholly below, "holds loosely" when the
+  estimates are in order but some consecutive intervals overlap.
+- `reduction_verdict` (a claimed reduction, as a ratio new/old): "holds" when the ratio is below
+  1 - `tol` (default 10%), "fails" otherwise.
+
+A statement made of several parts gets the verdict of its weakest part (`weakest`).
 """
 
 from __future__ import annotations
@@ -19,6 +52,7 @@ import numpy as np
 from cod.theory.fits import Estimate
 
 VERDICTS = ("holds", "holds loosely", "fails")
+GROWTH_ORDER = ("log", "power", "exponential")  # slowest to fastest
 
 
 def exponent_verdict(est: Estimate, claimed: float, tol: float = 0.1) -> str:
@@ -27,8 +61,19 @@ def exponent_verdict(est: Estimate, claimed: float, tol: float = 0.1) -> str:
     return "holds loosely" if abs(est.value - claimed) <= tol else "fails"
 
 
+def value_verdict(est: Estimate, claimed: float, rel_tol: float = 0.05) -> str:
+    if est.contains(claimed):
+        return "holds"
+    return "holds loosely" if abs(est.value / claimed - 1) <= rel_tol else "fails"
+
+
+def exact(value: float) -> Estimate:
+    """An exactly evaluated number, as an estimate with a zero-width interval."""
+    return Estimate(float(value), float(value), float(value))
+
+
 def bound_verdict(measured, bound, loose_factor: float = 10.0) -> str:
-    """measured, bound: arrays of the same shape (or bound broadcastable); compares in log space."""
+    """measured, bound: arrays of the same shape (or bound broadcastable)."""
     measured, bound = np.broadcast_arrays(np.asarray(measured, float), np.asarray(bound, float))
     if np.any(measured > bound * (1 + 1e-9)):
         return "fails"
@@ -54,54 +99,53 @@ def at_least_verdict(est: Estimate, claimed: float, tol: float = 0.1) -> str:
 
 
 def law_preference_verdict(rms: dict[str, float], claimed: str, factor: float = 2.0) -> str:
-    """A growth law the paper names against the alternatives, by RMS log-error of the best fit of each:
-    "fails" when another law fits more than `factor` times better, "holds" when the claimed law fits best."""
     best = min(rms, key=rms.get)
     if best == claimed:
         return "holds"
     return "fails" if rms[best] * factor < rms[claimed] else "holds loosely"
 
 
-def gaussian_independent_verdict(checks: list[tuple[float, float]], rho_tol: float = 0.1, kurt_tol: float = 0.5) -> str:
-    """Assumption 3.1 over a sequence of settings (max |branch correlation|, max |excess kurtosis|), the
-    first being the one the lemma is about (random initialisation): "holds" if every setting passes,
-    "holds loosely" if the first passes and a later one does not, "fails" if the first fails."""
-    ok = [abs(r) <= rho_tol and abs(k) <= kurt_tol for r, k in checks]
-    return "holds" if all(ok) else ("holds loosely" if ok[0] else "fails")
+def upper_law_verdict(rms: dict[str, float], bound_law: str, factor: float = 2.0) -> str:
+    """An upper bound stated as the growth law `bound_law` (one of GROWTH_ORDER)."""
+    best = min(rms, key=rms.get)
+    if GROWTH_ORDER.index(best) > GROWTH_ORDER.index(bound_law):
+        return "fails"
+    return "holds" if rms[bound_law] <= factor * rms[best] else "holds loosely"
 
 
-def decay_verdict(estimates: list[Estimate], claimed: float = -1.0) -> str:
-    """A decay law carried beyond its assumptions: "holds" if every fitted exponent is consistent with
-    `claimed`, "holds loosely" if each still decays (interval below 0), "fails" otherwise."""
-    if all(e.contains(claimed) for e in estimates):
+def gaussian_independent_verdict(checks: list[tuple[float, float]], rho_tol: float = 0.1,
+                                 kurt_tol: float = 0.5) -> str:
+    """checks: (max |branch correlation|, max |excess kurtosis|) per setting."""
+    def within(scale):
+        return all(abs(r) <= scale * rho_tol and abs(k) <= scale * kurt_tol for r, k in checks)
+    return "holds" if within(1.0) else "holds loosely" if within(2.0) else "fails"
+
+
+def bounded_verdict(log_change: float, claimed_bounded: bool, tol: float = 0.01) -> str:
+    """log_change: change of ln(product) over the stated stretch of depth."""
+    return "holds" if (abs(log_change) < tol) == claimed_bounded else "fails"
+
+
+def below_verdict(est: Estimate, limit: float = 0.0) -> str:
+    return "holds" if est.hi < limit else "fails"
+
+
+def increasing_verdict(estimates: list[Estimate]) -> str:
+    pairs = list(zip(estimates[:-1], estimates[1:]))
+    if any(b.hi < a.lo for a, b in pairs):
+        return "fails"
+    if all(b.lo > a.hi for a, b in pairs):
         return "holds"
-    return "holds loosely" if all(e.hi < 0 for e in estimates) else "fails"
+    return "holds loosely" if all(b.value > a.value for a, b in pairs) else "fails"
+
+
+def reduction_verdict(ratio: float, tol: float = 0.1) -> str:
+    return "holds" if ratio < 1 - tol else "fails"
 
 
 def weakest(*verdicts: str) -> str:
     """The verdict of a statement made of several parts is that of its weakest part."""
     return max(verdicts, key=VERDICTS.index)
-
-
-def claim(id: str, paper: str, item: str, claim: str, paper_value: str, ours: str, verdict: str, seed: int,
-          profile: str) -> dict:
-    if verdict not in VERDICTS:
-        raise ValueError(f"verdict {verdict!r} not in {VERDICTS}")
-    if paper not in ("A", "B"):
-        raise ValueError(f"paper {paper!r} must be 'A' or 'B'")
-    return dict(id=id, paper=paper, item=item, claim=claim, paper_value=paper_value, ours=ours, verdict=verdict, seed=seed,
-                profile=profile)
-
-
-class Ledger:
-    """A notebook's claims of one paper, each printed with its verdict as it is judged."""
-
-    def __init__(self, paper: str, seed: int, profile: str):
-        self.paper, self.seed, self.profile, self.claims = paper, seed, profile, []
-
-    def add(self, id: str, item: str, claim_text: str, paper_value: str, ours: str, verdict: str) -> None:
-        self.claims.append(claim(id, self.paper, item, claim_text, paper_value, ours, verdict, self.seed, self.profile))
-        print(f"[{verdict}] {item}: {ours}")
 
 
 def _jsonable(obj):

@@ -89,7 +89,9 @@ def growth_models(x, y) -> dict[str, float]:
     out = {"power": power_law(x, y).rms_residual, "exponential": exponential_law(x, y).rms_residual}
     lf = log_law(x, y)
     pred = lf.coef[0] * np.log(x) + lf.coef[1]
-    out["log"] = float(np.sqrt(np.mean(np.log(np.clip(pred, 1e-300, None) / y) ** 2))) if np.all(pred > 0) else float("inf")
+    out["log"] = (
+        float(np.sqrt(np.mean(np.log(np.clip(pred, 1e-300, None) / y) ** 2))) if np.all(pred > 0) else float("inf")
+    )
     return out
 
 

@@ -108,7 +108,17 @@ def run_jacobians(cfg: StackConfig, n_samples: int, seed: int = 0) -> JacobianRu
     x = torch.randn(s, n, d, generator=g) * cfg.input_std
     prod = torch.eye(big).expand(s, big, big)
     eye = torch.eye(big)
-    keys = ("rms_x", "rms_mid", "norm_attn", "norm_ffn", "rigorous_attn", "rigorous_ffn", "dev_block", "dev_diag", "prod_norm")
+    keys = (
+        "rms_x",
+        "rms_mid",
+        "norm_attn",
+        "norm_ffn",
+        "rigorous_attn",
+        "rigorous_ffn",
+        "dev_block",
+        "dev_diag",
+        "prod_norm",
+    )
     rec = {k: [] for k in keys}
     for layer in range(1, cfg.n_layers + 1):
         w = layer_weights(cfg, layer, s, seed)

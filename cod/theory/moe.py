@@ -41,7 +41,11 @@ def moe_draws(ks, d: int, d_expert: int, n_draws: int, corr: float = 0.0, gate_s
     gate_logits = gate_scale * rn(n_draws, kmax)
     y_ms, j_ms = [], []
     for k in ks:
-        gate = torch.softmax(gate_logits[:, :k], -1) if gate_scale > 0 else torch.full((n_draws, k), 1.0 / k, dtype=torch.float64)
+        gate = (
+            torch.softmax(gate_logits[:, :k], -1)
+            if gate_scale > 0
+            else torch.full((n_draws, k), 1.0 / k, dtype=torch.float64)
+        )
         y = (gate[..., None] * outs[:, :k]).sum(1)
         j = (gate[..., None, None] * jacs[:, :k]).sum(1)
         y_ms.append(y.pow(2).mean(-1))

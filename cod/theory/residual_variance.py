@@ -95,7 +95,9 @@ def iterate_recursion(n_layers: int, a: float = 1.0, sigma2_1: float = 1.0, lns:
     s2[0] = sigma2_1
     for layer in range(1, n_layers):
         t = np.sqrt(layer) if lns else 1.0
-        s2[layer] = s2[layer - 1] * (1 + a / (t * np.sqrt(s2[layer - 1]))) if form == "paper" else s2[layer - 1] + a / t**2
+        s2[layer] = (
+            s2[layer - 1] * (1 + a / (t * np.sqrt(s2[layer - 1]))) if form == "paper" else s2[layer - 1] + a / t**2
+        )
     return s2
 
 

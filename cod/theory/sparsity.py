@@ -39,7 +39,9 @@ def residual_recursion(d: int, n_layers: int, rho: float, sigma: float, n_draws:
     norms, keep = [x.pow(2).mean(-1)], []
     for _ in range(n_layers):
         m = _mask(x, rho, mask, g)
-        w = torch.randn(n_draws, d, d, generator=g, dtype=torch.float64) * (sigma / math.sqrt(d))  # E||Wz||^2 = sigma^2 ||z||^2
+        w = torch.randn(n_draws, d, d, generator=g, dtype=torch.float64) * (
+            sigma / math.sqrt(d)
+        )  # E||Wz||^2 = sigma^2 ||z||^2
         keep.append(float((x * m).pow(2).sum() / x.pow(2).sum()))
         x = x + ((x * m).unsqueeze(1) @ w).squeeze(1)
         norms.append(x.pow(2).mean(-1))

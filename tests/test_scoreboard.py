@@ -1,0 +1,58 @@
+"""The scoreboard: every notebook's claims in one table, its summary, and the README block."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from cod import scoreboard
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_claims(root: Path, notebook: str, claims: list[dict]) -> None:
+    folder = root / "default" / notebook
+    folder.mkdir(parents=True)
+    (folder / "claims.json").write_text(json.dumps(claims))
+
+
+def claim(id_, paper, verdict, **extra):
+    return {"id": id_, "paper": paper, "item": "Table 1", "claim": "x | y", "paper_value": 1.0, "ours": "why",
+            "verdict": verdict, "profile": "default", **extra}
+
+
+def test_collect_and_summarise_every_notebooks_claims(tmp_path):
+    write_claims(tmp_path, "a5_norm_comparison", [claim("a5-1", "A", "reproduced", seeds=[0, 1, 2]),
+                                                  claim("a5-2", "A", "not reproduced", mean=2.5, spread=0.1, n=3)])
+    write_claims(tmp_path, "b2_theory", [claim("B-thm1", "B", "holds loosely", seed=0)])
+    write_claims(tmp_path, "claims", [claim("ignored", "A", "reproduced")])  # the scoreboard's own folder
+    table = scoreboard.collect(tmp_path, "default")
+    assert list(table["id"]) == ["a5-1", "a5-2", "B-thm1"]
+    assert list(table["n"]) == [3, 3, 1] and table.loc[1, "mean"] == 2.5
+    assert table.loc[2, "command"] == "dvc repro b2_theory"
+    counts = scoreboard.summary(table)
+    assert counts.loc["A", "reproduced"] == 1 and counts.loc["B", "holds loosely"] == 1
+    assert counts.loc["all", "total"] == 3
+    assert list(counts.columns) == ["reproduced", "not reproduced", "holds loosely", "total"]  # in verdict order
+
+
+def test_markdown_escapes_pipes_and_formats_numbers():
+    text = scoreboard.markdown(pd.DataFrame({"claim": ["a | b"], "mean": [0.123456]}), index=False)
+    assert text.splitlines() == ["| claim | mean |", "|---|---|", "| a \\| b | 0.1235 |"]
+
+
+def test_update_readme_rewrites_only_between_its_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{scoreboard.README_START}\nold\n{scoreboard.README_END}\nrest\n")
+    assert scoreboard.update_readme(readme, "new table")
+    assert readme.read_text() == f"intro\n{scoreboard.README_START}\nnew table\n{scoreboard.README_END}\nrest\n"
+    assert scoreboard.readme_block(readme) == "new table"
+    assert not scoreboard.update_readme(tmp_path / "missing.md", "x")
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers\n")
+    assert not scoreboard.update_readme(plain, "x") and plain.read_text() == "no markers\n"
+
+
+def test_the_readme_shows_the_generated_summary():
+    summary = ROOT / "figures" / "default" / "claims" / "summary.md"
+    assert scoreboard.readme_block(ROOT / "README.md") == summary.read_text().strip()
