@@ -156,6 +156,8 @@ def mean(label: str) -> float:
 trained = [label for label in ROWS if by_seed(sweep, ROWS[label], "failed").mean() < 0.5]
 ranked = sorted(trained, key=mean)
 ahead = [label for label in ranked if mean(label) < mean("after LN (LNS)")]
+lns_rank = (f"ranks {ranked.index('after LN (LNS)') + 1} of the {len(ranked)} positions that train"
+            if "after LN (LNS)" in ranked else f"fails itself; {len(ranked)} positions train")
 text = [
     f"**The factor after the residual** fails in {int(failed.sum())} of {len(failed)} seeds "
     f"(*{v['a9-after-residual-diverges'].verdict}*): validation perplexity {residual_ppl.mean():.1f} on average "
@@ -163,7 +165,7 @@ text = [
     "Dividing the whole residual stream by "
     "the block's factor in every sublayer shrinks what the embeddings carry by the product of those factors, so "
     "a model that fails this way has learned little beyond token frequencies.",
-    f"**After the norm (LNS)** ranks {ranked.index('after LN (LNS)') + 1} of the {len(ranked)} positions that train "
+    f"**After the norm (LNS)** {lns_rank} "
     f"({', '.join(f'{label} {mean(label):.0f}' for label in ranked)}); its claim to be best is "
     f"*{v['a9-after-norm-best'].verdict}* ({v['a9-after-norm-best'].why})"
     + (f", with {', '.join(ahead)} ahead of it on average." if ahead else ".")

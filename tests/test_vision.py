@@ -6,7 +6,9 @@ import hashlib
 import io
 import json
 import math
+import subprocess
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -225,15 +227,22 @@ def test_the_debian_package_is_checked_and_unpacked_in_python(tmp_path, monkeypa
             info.size = len(name)
             t.addfile(info, io.BytesIO(name.encode()))
     deb = _ar({"debian-binary": b"2.0\n", "control.tar.xz": b"x", "data.tar.xz": tar.getvalue()})
-    folder = tmp_path / "cache"
-    folder.mkdir()
-    (folder / f"{image_data.PACKAGE}_1_all.deb").write_bytes(deb)
+
+    def apt_get_download(command, cwd, **kwargs):  # what `apt-get download` leaves in its folder
+        (Path(cwd) / f"{image_data.PACKAGE}_1_all.deb").write_bytes(deb)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(image_data.subprocess, "run", apt_get_download)
+    folder = tmp_path / "cache" / "fashion"
     with pytest.raises(image_data.PackageError, match="not the pinned"):
         image_data.fetch(folder)
+    assert not folder.exists()  # nothing half-written is left where a later run would look
     monkeypatch.setattr(image_data, "SHA256", hashlib.sha256(deb).hexdigest())
     image_data.fetch(folder)
     assert (folder / "t10k-labels-idx1-ubyte.gz").read_text() == "t10k-labels-idx1-ubyte.gz"
     assert (folder / ".complete").exists() and not list(folder.glob("*.deb"))
+    image_data.fetch(folder)  # a run beside it that fetched too: the first result stays, no error
+    assert (folder / ".complete").exists() and list(folder.parent.iterdir()) == [folder]
 
 
 def test_a_package_that_cannot_be_fetched_names_the_command(tmp_path, monkeypatch):

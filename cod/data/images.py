@@ -22,8 +22,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import os
+import shutil
 import subprocess
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -85,28 +88,37 @@ def images_dir(vision: VisionConfig) -> Path:
 
 
 def fetch(folder: Path) -> None:
-    """Download the pinned .deb into `folder` (unless one is there), check it and extract the IDX files."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Download the pinned .deb, check it and extract the IDX files into `folder`. The work happens
+    in a private temporary folder renamed into place at the end, so runs started side by side may
+    fetch at once: the first rename wins and the others keep its result."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
     command = f"apt-get download {PACKAGE}={VERSION}"
-    if not list(folder.glob(f"{PACKAGE}_*.deb")):
-        print(f"{PACKAGE} is not installed: fetching it with `{command}` into {folder}", flush=True)
+    print(f"{PACKAGE} is not installed: fetching it with `{command}` into {folder}", flush=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
         try:
-            done = subprocess.run(command.split(), cwd=folder, capture_output=True, text=True)
+            done = subprocess.run(command.split(), cwd=tmp, capture_output=True, text=True)
             problem = done.stderr.strip()[-300:]
         except FileNotFoundError:
             problem = "no apt-get on this machine"
-    debs = sorted(folder.glob(f"{PACKAGE}_*.deb"))
-    if not debs:
-        raise PackageError(f"Fashion-MNIST is neither installed ({INSTALLED}) nor fetched ({problem}): run "
-                           f"`cd {folder} && {command}` on a machine with Debian bookworm's package lists, or "
-                           f"`apt-get install {PACKAGE}={VERSION}`")
-    deb = debs[0]
-    digest = hashlib.sha256(deb.read_bytes()).hexdigest()
-    if digest != SHA256:
-        raise PackageError(f"{deb} has SHA-256 {digest}, not the pinned {SHA256}: delete it and fetch it again")
-    extract_deb(deb, folder)
-    deb.unlink()
-    (folder / ".complete").touch()
+        debs = sorted(Path(tmp).glob(f"{PACKAGE}_*.deb"))
+        if not debs:
+            raise PackageError(f"Fashion-MNIST is neither installed ({INSTALLED}) nor fetched ({problem}): run "
+                               f"`{command}` on a machine with Debian bookworm's package lists and pass the "
+                               f"unpacked IDX files as vision.images_dir, or `apt-get install {PACKAGE}={VERSION}`")
+        digest = hashlib.sha256(debs[0].read_bytes()).hexdigest()
+        if digest != SHA256:
+            raise PackageError(f"{debs[0].name} has SHA-256 {digest}, not the pinned {SHA256}")
+        unpacked = Path(tmp) / "unpacked"
+        unpacked.mkdir()
+        extract_deb(debs[0], unpacked)
+        (unpacked / ".complete").touch()
+        if folder.exists() and not (folder / ".complete").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # left half-written by an interrupted fetch
+        try:
+            os.rename(unpacked, folder)
+        except OSError:
+            if not (folder / ".complete").exists():  # not another process's finished fetch
+                raise
 
 
 def extract_deb(deb: Path, folder: Path) -> None:
