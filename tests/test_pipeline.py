@@ -98,7 +98,8 @@ def test_changing_a_plot_parameter_does_not_retrain(smoke_repo):
 
 def test_a_fresh_clone_regenerates_every_notebook_without_training(smoke_repo):
     """No weights (a fresh clone has none): `make notebooks` re-executes every notebook stage from
-    the committed runs and analyses, trains nothing, and `dvc status` then names only the weights."""
+    the committed runs and analyses, trains nothing, and `dvc status` then names only the weights
+    (the stages that train or fine-tune them, and the analyses that read them)."""
     shutil.rmtree(smoke_repo / "checkpoints")
     results = {p: p.stat().st_mtime_ns for p in (smoke_repo / "runs").rglob("*.json*")}
     results.update({p: p.stat().st_mtime_ns for p in (smoke_repo / "analyses").rglob("*.json")})
@@ -110,7 +111,7 @@ def test_a_fresh_clone_regenerates_every_notebook_without_training(smoke_repo):
     assert {p: p.stat().st_mtime_ns for p in results} == results, "a run or analysis was rewritten"
     assert all(executed[name].stat().st_mtime_ns > before[name] for name in notebooks)
     stale = json.loads(_run(["dvc", "status", "--json"], smoke_repo))
-    assert stale and all(name.startswith(("train@", "analyse@")) for name in stale), stale
+    assert stale and all(name.startswith(("train@", "finetune@", "analyse@")) for name in stale), stale
     assert all("checkpoints/smoke" in json.dumps(changes) for changes in stale.values())
 
 
