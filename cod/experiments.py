@@ -123,10 +123,25 @@ def resolve_runs(experiment: str, params: dict[str, Any], section: str | None = 
     experiments = params.get(section) or {}
     if experiment not in experiments:
         raise ConfigError(f"{section}.{experiment} is not declared; allowed: {', '.join(experiments)}")
-    spec, profile, name = experiments[experiment], profile_settings(params), params["profile"]
-    if section == "finetunes":
-        return _finetune_runs(experiment, spec, params)
+    spec = experiments[experiment]
     planned = f"#{spec.get('issue', '?')}" if section == "planned" else None
+    runs = _finetune_runs(experiment, spec, params) if section == "finetunes" else \
+        _sweep_runs(experiment, spec, params, section, planned)
+    runs.sort(key=lambda run: run.seed)  # seed-major: an interrupted sweep leaves whole seeds finished
+    for run in runs:
+        try:
+            run.shape_config
+            if planned is None:
+                run.config
+        except ConfigError as error:
+            raise ConfigError(f"{section}.{experiment}/{run.name}: {error}") from None
+    return runs
+
+
+def _sweep_runs(experiment: str, spec: dict[str, Any], params: dict[str, Any], section: str,
+                planned: str | None) -> list[Run]:
+    """The runs of an `experiments:` or `planned:` entry: each variant at its size, for each seed."""
+    profile, name = profile_settings(params), params["profile"]
     runs = []
     for variant, changes in spec["variants"].items():
         changes = dict(changes or {})
@@ -140,14 +155,6 @@ def resolve_runs(experiment: str, params: dict[str, Any], section: str | None = 
                   **spec.get("profiles", {}).get(name, {})}
         for seed in seeds[: profile.get("max_seeds", len(seeds))]:
             runs.append(Run(name, experiment, variant, seed, {**shared, **changes, "seed": seed}, cost_factor, planned))
-    runs.sort(key=lambda run: run.seed)  # seed-major: an interrupted sweep leaves whole seeds finished
-    for run in runs:
-        try:
-            run.shape_config
-            if planned is None:
-                run.config
-        except ConfigError as error:
-            raise ConfigError(f"{section}.{experiment}/{run.name}: {error}") from None
     return runs
 
 
@@ -165,12 +172,6 @@ def _finetune_runs(experiment: str, spec: dict[str, Any], params: dict[str, Any]
             weights = (parent.weights / "model.pt").relative_to(ROOT)
             overrides = {**parent.overrides, **shared, **(changes or {}), "finetune.base": str(weights)}
             runs.append(Run(profile, experiment, variant, parent.seed, overrides))
-    runs.sort(key=lambda run: run.seed)
-    for run in runs:
-        try:
-            run.config
-        except ConfigError as error:
-            raise ConfigError(f"finetunes.{experiment}/{run.name}: {error}") from None
     return runs
 
 
