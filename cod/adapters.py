@@ -121,7 +121,7 @@ class HFDecoder(_Adapter):
         return block(x, attention_mask=ctx["mask"][kind], position_embeddings=ctx["rope"][kind],
                      position_ids=ctx["positions"])
 
-    def head(self, x, targets=None):
+    def head(self, x, targets=None, logits=True):  # the logits are always formed
         logits = self.hf.lm_head(self.base.norm(x))
         cap = getattr(self.config, "final_logit_softcapping", None)
         if cap:
@@ -151,7 +151,7 @@ class HFEncoder(_Adapter):
     def _call(self, i, block, x, ctx):
         return block(x)
 
-    def head(self, x, targets=None):
+    def head(self, x, targets=None, logits=True):  # the embeddings are always formed
         pooled = F.normalize(x.mean(dim=1), dim=-1)
         loss = None
         if targets is not None:

@@ -1,13 +1,45 @@
-"""Training speed of our model against Hugging Face's LlamaForCausalLM at the same shape.
+"""Training speed of our trainer against Hugging Face's LlamaForCausalLM, and the layer analysis's speed.
 
-    python -m cod.benchmark                      # the default profile's shapes, one thread
-    python -m cod.benchmark --threads 2 --steps 20
-    python -m cod.benchmark --device cuda        # on a GPU (bf16 autocast with --bf16)
+    python -m cod.benchmark                      # every default-profile shape, CPU, fp32
+    python -m cod.benchmark --shapes a130m b_d32 --rounds 9
+    python -m cod.benchmark --analysis           # + the full layer analysis at 24 and 32 layers
+    python -m cod.benchmark --device cuda --bf16 # on a GPU
 
-Prints, per shape: training tokens/s (forward, backward, AdamW step) of ours and of HF,
-their ratio, model FLOP utilisation against the measured matmul peak of this machine, and
-peak memory. Each measurement runs in its own process, so peak memory is the process's own
-and the two implementations do not share warm caches.
+**What is timed.** One training step as each trainer takes it: forward, loss, backward,
+gradient clipping to norm 1 and a fused AdamW step, at the same shape, batch and optimiser
+for both models (HF gets the same fused AdamW; its loss comes from `labels=`, ours from
+`logits=False`, the trainer's path).
+
+**How, on a shared machine.** Per shape, one worker process holds our model and one holds
+HF's, each on one thread, as the pipeline runs two single-thread runs side by side. After a
+warm-up, `--rounds` rounds follow; in each, both workers train at the same moment for the
+same `--seconds` window and report tokens/s. The ratio is taken within each round, so a
+change of the machine's speed between rounds (other tenants, clock) cancels, and the table
+gives the median ratio with its range over rounds. The matmul peak that model FLOP
+utilisation (MFU) is measured against is taken the same way: both workers multiply 1024 x
+1024 matrices at once. Peak memory is each worker's own resident peak (CPU) or allocated
+peak (GPU). Model FLOPs count 6 x matrix parameters (unembedding included) plus causal
+attention, per token.
+
+**Where the time went** (torch.profiler, a130m, one thread, 2026-11-23), and what changed:
+- 35% in the fused CPU attention kernel (`_scaled_dot_product_flash_attention_for_cpu` and
+  its backward), at 6-dimensional heads. Explicit products are faster, and a BLAS product
+  whose output is only head-size wide (P @ V) runs 3-5x slower than the same product taken
+  transposed (V^T @ P^T). `cod.attention` arranges every product, forward and backward, to
+  be wide: attention now takes about 30% less time. Forward and backward of 32 x 4 heads of 64
+  tokens: head size 6, 11.4 ms fused against 6.1 ms ours; 8, 6.3 against 5.2; 12, 5.2 against
+  5.6. So heads of up to 8 (`cod.model.SMALL_HEAD`) use ours on CPUs, larger heads and GPUs the
+  fused kernels.
+- 13% in log-softmax and its backward over the (2048, 2048) logits, plus the unembedding
+  products. `cod.loss` forms the loss and its gradients chunk by chunk in one pass with a
+  single exp (the fp32 logits never exist; see #14 for the memory side).
+- 4% in AdamW's per-parameter loop: the trainer's AdamW is now fused on CPUs too.
+- q, k, v (and gate, up) are one product each, with rotary applied to q and k at once.
+What remains is mostly the block matrix products at widths 24-96 (40-70 GFLOP/s, against
+a peak of about 85) and elementwise work (norms, rotary, SiLU), whose cost per token is
+fixed by the width. Model FLOPs per token are dominated by attention over the sequence and
+the 2,048-wide unembedding, so MFU at widths 16-48 stays well below the 50% a wide model
+reaches (the table reports it).
 """
 
 from __future__ import annotations
@@ -15,19 +47,22 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import subprocess
 import sys
 import time
 
 import torch
 
-from cod.config import ModelConfig
+from cod.config import ModelConfig, OptimConfig
 from cod.experiments import load_params
 from cod.model import Transformer
 
+MATMUL_N = 1024  # side of the square matrices the peak is measured on
+
 
 def default_shapes() -> dict[str, dict]:
-    """The default profile's language-model shapes with its batch shape (the ViT's size, which
+    """The default profile's language-model shapes with their batch shape (the ViT's size, which
     reads images, is left out)."""
     profile = load_params()["profiles"]["default"]
     base = profile["base"]
@@ -35,27 +70,10 @@ def default_shapes() -> dict[str, dict]:
     for name, size in profile["sizes"].items():
         if name.startswith("vit"):
             continue
-        model = {k.split(".", 1)[1]: v for k, v in {**base, **size}.items() if k.startswith("model.")}
-        shapes[name] = {"model": model, "batch": base["data.batch_size"], "seq": base["data.seq_len"]}
+        settings = {**base, **size}
+        model = {k.split(".", 1)[1]: v for k, v in settings.items() if k.startswith("model.")}
+        shapes[name] = {"model": model, "batch": settings["data.batch_size"], "seq": settings["data.seq_len"]}
     return shapes
-
-
-def matmul_peak(device: torch.device, dtype: torch.dtype, n: int = 1024, repeats: int = 20) -> float:
-    """Measured FLOP/s of an n x n matmul, the best of `repeats`."""
-    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
-    best = float("inf")
-    for _ in range(repeats):
-        _sync(device)
-        start = time.perf_counter()
-        a @ b
-        _sync(device)
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def flops_per_token(cfg: ModelConfig, seq_len: int) -> float:
@@ -66,81 +84,224 @@ def flops_per_token(cfg: ModelConfig, seq_len: int) -> float:
     return 6 * matmul_params + 6 * L * seq_len * d  # causal attention: half of 12 L T d
 
 
-def measure(impl: str, shape: dict, steps: int, threads: int, device: str, bf16: bool) -> dict:
-    """Train `steps` steps (after 3 warm-up steps) and report speed and peak memory."""
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+# ----------------------------------------------------------------------------- one worker
+
+
+class Worker:
+    """One implementation at one shape, trained step by step on request."""
+
+    def __init__(self, impl: str, shape: dict, device: str, bf16: bool):
+        torch.manual_seed(0)
+        self.device = torch.device(device)
+        self.impl, cfg = impl, ModelConfig(**shape["model"])
+        model = Transformer(cfg)
+        if impl == "hf":
+            from cod.interop import to_hf_llama
+
+            model = to_hf_llama(model).train()
+        self.model = model.to(self.device)
+        o = OptimConfig()
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps,
+                                           fused=True)
+        self.x = torch.randint(0, cfg.vocab_size, (shape["batch"], shape["seq"]), device=self.device)
+        self.dtype = torch.bfloat16 if bf16 else torch.float32
+        self.autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16)
+        self.flops_per_token = flops_per_token(cfg, shape["seq"])
+        for _ in range(3):
+            self.step()
+        _sync(self.device)
+
+    def step(self) -> None:
+        x = self.x
+        with self.autocast:
+            out = self.model(x, x, logits=False) if self.impl == "ours" else self.model(input_ids=x, labels=x)
+        self.optimizer.zero_grad(set_to_none=True)
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+
+    def train_for(self, seconds: float) -> float:
+        """Train whole steps for about `seconds`; tokens/s."""
+        steps, start = 0, time.perf_counter()
+        while steps == 0 or time.perf_counter() - start < seconds:
+            self.step()
+            steps += 1
+        _sync(self.device)
+        return steps * self.x.numel() / (time.perf_counter() - start)
+
+    def matmul_peak(self, repeats: int = 20) -> float:
+        """FLOP/s of the best of `repeats` square matmuls."""
+        a, b = (torch.randn(MATMUL_N, MATMUL_N, device=self.device, dtype=self.dtype) for _ in range(2))
+        best = float("inf")
+        for _ in range(repeats):
+            _sync(self.device)
+            start = time.perf_counter()
+            a @ b
+            _sync(self.device)
+            best = min(best, time.perf_counter() - start)
+        return 2 * MATMUL_N**3 / best
+
+    def peak_mb(self) -> float:
+        if self.device.type == "cuda":
+            return torch.cuda.max_memory_allocated(self.device) / 2**20
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(impl: str, shape: dict, steps: int, threads: int = 1, device: str = "cpu", bf16: bool = False) -> float:
+    """Training tokens/s of `steps` steps of one implementation in this process, after warm-up
+    (no partner: `cod.plan`'s estimate for a shape no run has measured yet)."""
     torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    dev = torch.device(device)
-    cfg = ModelConfig(**shape["model"])
-    model = Transformer(cfg)
-    if impl == "hf":
-        from cod.interop import to_hf_llama
-
-        model = to_hf_llama(model).train()
-    model.to(dev)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    x = torch.randint(0, cfg.vocab_size, (shape["batch"], shape["seq"]), device=dev)
-    autocast = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16)
-
-    def step() -> None:
-        with autocast:
-            loss = model(x, x).loss if impl == "ours" else model(input_ids=x, labels=x).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-
-    for _ in range(3):
-        step()
-    _sync(dev)
+    worker = Worker(impl, shape, device, bf16)
     start = time.perf_counter()
     for _ in range(steps):
-        step()
-    _sync(dev)
-    elapsed = time.perf_counter() - start
-    tokens_per_s = steps * x.numel() / elapsed
-    if dev.type == "cuda":
-        peak_mb = torch.cuda.max_memory_allocated(dev) / 2**20
-    else:
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"impl": impl, "tokens_per_s": tokens_per_s, "peak_mb": peak_mb,
-            "flops_per_token": flops_per_token(cfg, shape["seq"])}
+        worker.step()
+    _sync(worker.device)
+    return steps * worker.x.numel() / (time.perf_counter() - start)
+
+
+def serve(impl: str, shape: dict, threads: int, device: str, bf16: bool) -> None:
+    """Worker loop: one JSON command per line on stdin, one JSON answer per line on stdout."""
+    torch.set_num_threads(threads)
+    worker = Worker(impl, shape, device, bf16)
+    print(json.dumps({"ready": True, "flops_per_token": worker.flops_per_token}), flush=True)
+    for line in sys.stdin:
+        command = json.loads(line)
+        if command["do"] == "train":
+            answer = {"tokens_per_s": worker.train_for(command["seconds"])}
+        elif command["do"] == "peak":
+            answer = {"flops": worker.matmul_peak()}
+        else:
+            answer = {"peak_mb": worker.peak_mb()}
+        print(json.dumps(answer), flush=True)
+        if command["do"] == "memory":
+            return
+
+
+# ----------------------------------------------------------------------------- side by side
+
+
+class Pair:
+    """Our worker and HF's, started together and asked the same thing at the same moment."""
+
+    def __init__(self, shape: dict, args: argparse.Namespace):
+        self.procs = {}
+        for impl in ("ours", "hf"):
+            command = [sys.executable, "-m", "cod.benchmark", "--worker", impl, json.dumps(shape),
+                       "--threads", str(args.threads), "--device", args.device] + (["--bf16"] if args.bf16 else [])
+            self.procs[impl] = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.ready = self._read()
+
+    def _read(self) -> dict[str, dict]:
+        answers = {}
+        for impl, proc in self.procs.items():
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the {impl} worker stopped (exit code {proc.wait()})")
+            answers[impl] = json.loads(line)
+        return answers
+
+    def ask(self, **command) -> dict[str, dict]:
+        for proc in self.procs.values():
+            proc.stdin.write(json.dumps(command) + "\n")
+            proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> dict[str, dict]:
+        memory = self.ask(do="memory")
+        for proc in self.procs.values():
+            proc.wait()
+        return memory
+
+
+def compare(shape: dict, args: argparse.Namespace) -> dict:
+    """Median tokens/s of each side, the median and range of the per-round ratio, MFU, memory."""
+    pair = Pair(shape, args)
+    peaks = [statistics.mean(a["flops"] for a in pair.ask(do="peak").values()) for _ in range(2)]
+    rounds = [pair.ask(do="train", seconds=args.seconds) for _ in range(args.rounds)]
+    memory = pair.close()
+    speed = {impl: [r[impl]["tokens_per_s"] for r in rounds] for impl in ("ours", "hf")}
+    ratios = [o / h for o, h in zip(speed["ours"], speed["hf"])]
+    peak, flops = max(peaks), pair.ready["ours"]["flops_per_token"]
+    return {
+        "ours": statistics.median(speed["ours"]), "hf": statistics.median(speed["hf"]),
+        "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+        "mfu_ours": statistics.median(speed["ours"]) * flops / peak,
+        "mfu_hf": statistics.median(speed["hf"]) * flops / peak,
+        "peak_gflops": peak / 1e9,
+        "mb_ours": memory["ours"]["peak_mb"], "mb_hf": memory["hf"]["peak_mb"],
+    }
+
+
+# ----------------------------------------------------------------------------- analysis
+
+
+def analysis_seconds(n_layers: int, analysis: str = "a_250m") -> dict[str, float]:
+    """Seconds per score of `analyse_layers` on a freshly initialised model of the deepest
+    default shape with `n_layers` blocks, at the token counts of analysis `analysis`, one thread."""
+    from cod.analysis import analysis_settings
+    from cod.metrics.effectiveness import analyse_layers
+
+    params = load_params()
+    params["profile"] = "default"
+    spec = analysis_settings(analysis, params)
+    shape = default_shapes()["a250m"]
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(**{**shape["model"], "n_layers": n_layers})).eval()
+    seq, vocab = shape["seq"], model.cfg.vocab_size
+    tokens = lambda n, length=seq: torch.randint(0, vocab, (n // length, length))  # noqa: E731
+    x, y, x_fit = tokens(spec["eval_tokens"]), tokens(spec["eval_tokens"]), tokens(spec["fit_tokens"])
+    x_jac = tokens(spec["jacobian_tokens"] * spec["jacobian_context"], spec["jacobian_context"])
+    with torch.no_grad():
+        layers = analyse_layers(model, x, y, x_fit, x_jac, tau=spec["tau"])
+    return layers.seconds
+
+
+# ----------------------------------------------------------------------------- report
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per measurement")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
+    parser.add_argument("--rounds", type=int, default=9, help="timed rounds per shape (medians are over them)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of one round in seconds")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast (GPUs; slow on CPUs without bf16 units)")
     parser.add_argument("--shapes", nargs="*", help="names of default-profile sizes (default: all)")
-    parser.add_argument("--one", nargs=2, metavar=("IMPL", "SHAPE_JSON"), help=argparse.SUPPRESS)
+    parser.add_argument("--analysis", action="store_true", help="also time the full layer analysis (24 and 32 layers)")
+    parser.add_argument("--worker", nargs=2, metavar=("IMPL", "SHAPE_JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.one:
-        impl, shape = args.one[0], json.loads(args.one[1])
-        print(json.dumps(measure(impl, shape, args.steps, args.threads, args.device, args.bf16)))
+    if args.worker:
+        serve(args.worker[0], json.loads(args.worker[1]), args.threads, args.device, args.bf16)
         return 0
-
-    torch.set_num_threads(args.threads)
-    dtype = torch.bfloat16 if args.bf16 else torch.float32
-    peak = matmul_peak(torch.device(args.device), dtype)
-    print(f"device {args.device}, {args.threads} thread(s), {dtype}: measured matmul peak {peak / 1e9:.1f} GFLOP/s")
-    print(f"{'shape':<8} {'ours tok/s':>11} {'HF tok/s':>10} {'ratio':>6} {'ours MFU':>9} {'HF MFU':>7} "
-          f"{'ours MB':>8} {'HF MB':>7}")
     shapes = default_shapes()
+    unknown = sorted(set(args.shapes or ()) - set(shapes))
+    if unknown:
+        parser.error(f"--shapes {unknown} unknown; allowed: {', '.join(shapes)}")
+    if args.rounds < 1 or args.seconds <= 0:
+        parser.error("--rounds must be >= 1 and --seconds > 0")
+
+    dtype = "bf16 autocast" if args.bf16 else "fp32"
+    print(f"{time.strftime('%Y-%m-%d')}, device {args.device}, {dtype}, two workers side by side with "
+          f"{args.threads} thread(s) each, {args.rounds} rounds of {args.seconds:g} s per shape")
+    print(f"{'shape':<13} {'ours tok/s':>10} {'HF tok/s':>9} {'ratio':>6} {'(range)':>11} {'ours MFU':>8} "
+          f"{'HF MFU':>7} {'peak GF/s':>9} {'ours MB':>8} {'HF MB':>6}")
     for name in args.shapes or shapes:
-        results = {}
-        for impl in ("ours", "hf"):
-            command = [sys.executable, "-m", "cod.benchmark", "--one", impl, json.dumps(shapes[name]),
-                       "--steps", str(args.steps), "--threads", str(args.threads), "--device", args.device]
-            if args.bf16:
-                command.append("--bf16")
-            done = subprocess.run(command, capture_output=True, text=True, check=True)
-            results[impl] = json.loads(done.stdout.strip().splitlines()[-1])
-        ours, hf = results["ours"], results["hf"]
-        mfu = lambda r: r["tokens_per_s"] * r["flops_per_token"] / peak  # noqa: E731
-        print(f"{name:<8} {ours['tokens_per_s']:>11.0f} {hf['tokens_per_s']:>10.0f} "
-              f"{ours['tokens_per_s'] / hf['tokens_per_s']:>6.2f} {mfu(ours):>9.1%} {mfu(hf):>7.1%} "
-              f"{ours['peak_mb']:>8.0f} {hf['peak_mb']:>7.0f}")
+        r = compare(shapes[name], args)
+        print(f"{name:<13} {r['ours']:>10.0f} {r['hf']:>9.0f} {r['ratio']:>6.2f} "
+              f"{'(%.2f-%.2f)' % (r['ratio_min'], r['ratio_max']):>11} {r['mfu_ours']:>8.1%} {r['mfu_hf']:>7.1%} "
+              f"{r['peak_gflops']:>9.1f} {r['mb_ours']:>8.0f} {r['mb_hf']:>6.0f}", flush=True)
+    if args.analysis:
+        print("\nfull layer analysis (analyse_layers, analyses.a_250m's tokens, one thread), seconds per score:")
+        for n_layers in (24, 32):
+            seconds = analysis_seconds(n_layers)
+            parts = ", ".join(f"{k} {v:.1f}" for k, v in seconds.items() if v >= 0.05)
+            print(f"{n_layers} layers: {sum(seconds.values()):.0f} s in all ({parts})", flush=True)
     return 0
 
 

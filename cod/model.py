@@ -33,14 +33,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from cod.attention import softmax_attention
 from cod.config import BranchGain, ConfigError, Init, LNSPosition, ModelConfig, Norm, RopeScaling
+from cod.loss import linear_cross_entropy
 
+SMALL_HEAD = 8  # largest head size that `cod.attention` serves on CPUs (measured in cod.benchmark's notes)
 STATE_KINDS = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post", "final_norm")
 
 
 @dataclass
 class ModelOutput:
-    logits: torch.Tensor  # (B, T, V); a ViT's: (B, n_classes)
+    logits: torch.Tensor | None  # (B, T, V); a ViT's: (B, n_classes); None when not asked for
     loss: torch.Tensor | None = None  # mean next-token (a ViT's: class) cross-entropy when targets are given
     states: dict[str, torch.Tensor] = field(default_factory=dict)  # name -> (B, T, D)
 
@@ -57,11 +60,10 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         wide = x.to(torch.promote_types(x.dtype, torch.float32))  # fp32 at least, float64 stays
-        if self.groups > 1:
-            grouped = wide.unflatten(-1, (self.groups, -1))  # (..., G, D/G)
-            normed = (grouped * torch.rsqrt(grouped.pow(2).mean(-1, keepdim=True) + self.eps)).flatten(-2)
-        else:
-            normed = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + self.eps)
+        if self.groups == 1 and wide is x:  # one fused kernel: fp32 or float64 inputs
+            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+        grouped = wide.unflatten(-1, (self.groups, -1))  # (..., G, D/G)
+        normed = (grouped * torch.rsqrt(grouped.pow(2).mean(-1, keepdim=True) + self.eps)).flatten(-2)
         return self.weight * normed.type_as(x)
 
 
@@ -95,10 +97,12 @@ def llama3_frequencies(inv_freq: torch.Tensor, cfg: ModelConfig) -> torch.Tensor
     return (1 - kept) * inv_freq / cfg.rope_factor + kept * inv_freq
 
 
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x: (B, H, T, hd); rotates the two halves of each head dimension."""
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+def rotate_half(w: torch.Tensor, head_dim: int) -> torch.Tensor:
+    """Rows (or entries) of w (heads * hd, ...) with each head's halves exchanged, the second
+    negated: rotate_half(W) x equals HF LLaMA's rotate_half(W x), so rotary embeddings need
+    no shuffling of activations."""
+    halves = w.unflatten(0, (-1, 2, head_dim // 2))  # (heads, 2, hd/2, ...)
+    return torch.cat([-halves[:, 1:], halves[:, :1]], dim=1).flatten(0, 2)
 
 
 class Attention(nn.Module):
@@ -112,30 +116,48 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(cfg.n_heads * cfg.head_dim, cfg.d_model, bias=False)
 
     def qkv(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]):
+        """q (B, H, T, hd), k and v (B, KV, T, hd), from one matrix product. With rotary
+        embeddings the product also yields rotate_half(q) and rotate_half(k) (`rotate_half` on
+        the weights), so q' = q cos + rotate_half(q) sin takes two multiplications and a sum."""
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
-        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, KV, T, hd)
-        v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, KV, T, hd)
-        if not self.rope:
-            return q, k, v
-        return apply_rotary(q, *rope), apply_rotary(k, *rope), v
+        H, KV, hd = self.n_heads, self.n_kv_heads, self.head_dim
+        weights = [self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]
+        biases = [self.q_proj.bias, self.k_proj.bias, self.v_proj.bias] if self.q_proj.bias is not None else None
+        if self.rope:
+            weights += [rotate_half(w, hd) for w in weights[:2]]
+            biases = biases and biases + [rotate_half(b, hd) for b in biases[:2]]
+        out = F.linear(x, torch.cat(weights), biases and torch.cat(biases))  # (B, T, (H+2KV)hd [+ (H+KV)hd])
+        qk, v, rotated = out.split([(H + KV) * hd, KV * hd, out.shape[-1] - (H + 2 * KV) * hd], dim=-1)
+        if self.rope:
+            cos, sin = (table.repeat(1, H + KV) for table in rope)  # (T, (H+KV)hd)
+            qk = qk * cos + rotated * sin
+        q, k = qk.split([H * hd, KV * hd], dim=-1)
+        return tuple(t.view(B, T, -1, hd).transpose(1, 2) for t in (q, k, v))
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         B, T, _ = x.shape
-        q, k, v = self.qkv(x, rope)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, enable_gqa=self.n_kv_heads != self.n_heads)
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))  # (B, T, D)
+        y, _ = self.attend(*self.qkv(x, rope))  # (B, T, H, hd)
+        return self.o_proj(y.reshape(B, T, -1))  # (B, T, D)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               probs: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Output (B, T, H, hd) and, if asked, the probabilities (B, H, T, T). Small heads on a
+        CPU go through `cod.attention` (PyTorch's fused CPU kernel is up to 2x slower there);
+        larger heads and GPUs through scaled_dot_product_attention's fused kernels."""
+        B, H, T, hd = q.shape
+        KV = self.n_kv_heads
+        if not probs and (hd > SMALL_HEAD or q.device.type != "cpu"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, enable_gqa=KV != H)
+            return y.transpose(1, 2), None
+        # the G = H / KV query heads sharing a key/value head are stacked along the rows
+        y, p = softmax_attention(q.reshape(B * KV, (H // KV) * T, hd), k.reshape(B * KV, T, hd),
+                                 v.reshape(B * KV, T, hd), self.causal)  # (B*KV, G*T, hd), (B*KV, G*T, T)
+        y = y.view(B, KV, H // KV, T, hd).permute(0, 3, 1, 2, 4).reshape(B, T, H, hd)
+        return y, p.view(B, H, T, T)
 
     def pattern(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """Attention probabilities (B, H, T, T) for analysis (x is the normed input)."""
-        q, k, _ = self.qkv(x, rope)
-        k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
-        if not self.causal:
-            return scores.softmax(dim=-1)
-        T = x.shape[1]
-        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-        return scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+        return self.attend(*self.qkv(x, rope), probs=True)[1]
 
 
 class SwiGLU(nn.Module):
@@ -146,7 +168,8 @@ class SwiGLU(nn.Module):
         self.down_proj = nn.Linear(cfg.ffn_width, cfg.d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = F.linear(x, torch.cat([self.gate_proj.weight, self.up_proj.weight])).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate) * up)  # one product for gate and up
 
 
 class LayerScale(nn.Module):
@@ -365,14 +388,21 @@ class Transformer(nn.Module):
                 states[f"resid_post.{step}"] = x
         return x
 
-    def head(self, x: torch.Tensor, targets: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Final norm and unembedding; (B, T, D) -> logits (B, T, V) and the mean loss."""
-        logits = self.lm_head(self.final_norm(x))
+    def head(
+        self, x: torch.Tensor, targets: torch.Tensor | None = None, logits: bool = True
+    ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """Final norm and unembedding; (B, T, D) -> logits (B, T, V) and the mean loss over
+        targets other than -100. With logits=False and targets, only the loss is formed, in
+        chunks that never hold the full logits (`cod.loss`)."""
+        h = self.final_norm(x)
+        if not logits and targets is not None:
+            return None, linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, targets.flatten())
+        out = self.lm_head(h)
         loss = None
         if targets is not None:
-            wide = logits.to(torch.promote_types(logits.dtype, torch.float32))
+            wide = out.to(torch.promote_types(out.dtype, torch.float32))
             loss = F.cross_entropy(wide.flatten(0, 1), targets.flatten())
-        return logits, loss
+        return out, loss
 
     def forward(
         self,
@@ -381,14 +411,17 @@ class Transformer(nn.Module):
         *,
         order: Sequence[int | nn.Module] | None = None,
         keep: Iterable[str] = (),
+        logits: bool = True,
     ) -> ModelOutput:
+        """idx (B, T) token ids; targets (B, T) or None. logits=False skips the logits where only
+        the loss is wanted (training), which saves their memory and time."""
         keep = _check_keep(keep)
         states: dict[str, torch.Tensor] = {}
         x = self.run_blocks(self.embed(idx), order=order, keep=keep, states=states)
         if "final_norm" in keep:
             states["final_norm"] = self.final_norm(x)
-        logits, loss = self.head(x, targets)
-        return ModelOutput(logits=logits, loss=loss, states=states)
+        out, loss = self.head(x, targets, logits)
+        return ModelOutput(logits=out, loss=loss, states=states)
 
     def num_params(self, embeddings: bool = True) -> int:
         total = sum(p.numel() for p in self.parameters())

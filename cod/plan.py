@@ -57,7 +57,7 @@ def time_steps(cfg: RunConfig, steps: int = 8) -> float:
     threads, rng = torch.get_num_threads(), torch.get_rng_state()
     try:
         shape = {"model": dataclasses.asdict(cfg.model), "batch": cfg.data.batch_size, "seq": cfg.data.seq_len}
-        return measure("ours", shape, steps, threads=1, device="cpu", bf16=False)["tokens_per_s"]
+        return measure("ours", shape, steps)
     finally:
         torch.set_num_threads(threads)
         torch.set_rng_state(rng)

@@ -47,7 +47,7 @@ import torch
 import torch.distributed as dist
 
 from cod import fingerprint
-from cod.config import ConfigError, ImageSet, Precision, RunConfig, run_config, run_config_from_dict
+from cod.config import ConfigError, ImageSet, OptimConfig, Precision, RunConfig, run_config, run_config_from_dict
 from cod.data.images import ImageBatches, load_images
 from cod.data.instructions import InstructionBatches
 from cod.data.loader import TokenBatches, eval_windows
@@ -69,6 +69,12 @@ def param_groups(model: Transformer, weight_decay: float, decay_all: bool) -> li
         exempt = p.ndim < 2 or name.startswith(model.EMBEDDINGS)
         (no_decay if exempt and not decay_all else decay).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def adamw(model: Transformer, o: OptimConfig) -> torch.optim.AdamW:
+    """The run's AdamW over `param_groups`, fused: one kernel for all parameters (CPUs too)."""
+    groups = param_groups(model, o.weight_decay, o.decay_norms_and_embeddings)
+    return torch.optim.AdamW(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, fused=True)
 
 
 def lr_at(step: int, cfg: RunConfig) -> float:
@@ -159,11 +165,7 @@ class Trainer:
         self.net = self.model
         if self.dist.world_size > 1:
             self.net = torch.nn.parallel.DistributedDataParallel(self.model)
-        self.optimizer = torch.optim.AdamW(
-            param_groups(self.model, cfg.optim.weight_decay, cfg.optim.decay_norms_and_embeddings),
-            lr=cfg.optim.lr, betas=(cfg.optim.beta1, cfg.optim.beta2), eps=cfg.optim.eps,
-            fused=self.dist.device.type == "cuda",
-        )
+        self.optimizer = adamw(self.model, cfg.optim)
         self.step = 0
         self.tokens = 0  # input tokens seen, padding included, summed over processes
         self.bad_checks = 0
@@ -252,7 +254,7 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         with self._autocast():
-            loss = self.net(x, y).loss
+            loss = self.net(x, y, logits=False).loss
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         clip = self.cfg.optim.grad_clip or float("inf")
@@ -328,7 +330,7 @@ class Trainer:
         seq = self.cfg.data.seq_len
         for x, y in eval_windows(path, seq, max(1, 8192 // seq), self.cfg.train.eval_tokens):
             with self._autocast():
-                loss = self.model(x.to(self.dist.device), y.to(self.dist.device)).loss
+                loss = self.model(x.to(self.dist.device), y.to(self.dist.device), logits=False).loss
             total, count = total + loss.item() * y.numel(), count + y.numel()
         self.model.train()
         return total / count

@@ -67,8 +67,11 @@ class VisionTransformer(Transformer):
             x = torch.cat([self.cls_token.expand(B, -1, -1), x], dim=1)  # (B, 1 + N, D)
         return x + self.pos_embed  # (B, T, D)
 
-    def head(self, x: torch.Tensor, targets: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Final norm, pooling and classifier; (B, T, D) -> logits (B, n_classes) and the mean loss."""
+    def head(
+        self, x: torch.Tensor, targets: torch.Tensor | None = None, logits: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Final norm, pooling and classifier; (B, T, D) -> logits (B, n_classes) and the mean loss
+        (the class logits are small, so they are always formed)."""
         x = self.final_norm(x)  # (B, T, D)
         pooled = x[:, 0] if self.cls_token is not None else x.mean(dim=1)  # (B, D)
         logits = self.classifier(pooled)  # (B, n_classes)

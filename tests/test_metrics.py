@@ -16,7 +16,8 @@ from cod.metrics.jacobian import block_jacobians
 from cod.metrics.kurtosis import kurtosis, layer_kurtosis
 from cod.metrics.permutation import permutation_scores, swapped
 from cod.metrics.pruning import layer_removal
-from cod.metrics.stream import residual_stream
+import cod.metrics.stream
+from cod.metrics.stream import loss_after, residual_stream
 from cod.metrics.usefulness import fit_affine, usefulness_scores
 from cod.metrics.weights import weight_sparsity
 from cod.model import Transformer
@@ -69,8 +70,8 @@ class Replaced(nn.Module):
         order = [self.module if entry == self.layer and isinstance(entry, int) else entry for entry in order]
         return self.model.run_blocks(x, order=order, keep=keep, states=states, first_step=first_step)
 
-    def head(self, x, targets=None):
-        return self.model.head(x, targets)
+    def head(self, x, targets=None, logits=True):
+        return self.model.head(x, targets, logits)
 
 
 # ----------------------------------------------------------------------------- known answers
@@ -213,7 +214,7 @@ def test_layer_removal_passes_orders_to_the_task():
 
     def task(order):
         seen.append(order)
-        return -model.head(model.run_blocks(model.embed(x), order=order), y)[1].item()
+        return -model.head(model.run_blocks(model.embed(x), order=order), y, logits=False)[1].item()
 
     x, y = tokens()
     result = layer_removal(model, residual_stream(model, x, y), task)
@@ -238,7 +239,7 @@ def test_prefix_caching_matches_naive_recomputation(norm):
     stream, fit = residual_stream(model, x, y), residual_stream(model, fit_x)
 
     def naive_loss(order):
-        return model.head(model.run_blocks(model.embed(x), order=order), y)[1].item()
+        return model.head(model.run_blocks(model.embed(x), order=order), y, logits=False)[1].item()
 
     with torch.no_grad():
         base = naive_loss(list(range(LAYERS)))
@@ -266,6 +267,21 @@ def test_prefix_caching_matches_naive_recomputation(norm):
                 old = stream.h[l + 1] - stream.h[l]
                 expected = (new - old).norm(dim=-1).mean().item() / old.norm(dim=-1).mean().item()
                 assert causal.matrix[s, l] == expected
+
+
+def test_resumed_losses_in_groups_of_sequences_equal_one_pass(monkeypatch):
+    model = tiny()
+    x, y = tokens(batch=7)
+    y = y.clone()
+    y[2, :5] = -100  # groups with fewer counted tokens weigh less
+    stream = residual_stream(model, x, y)
+    order = [2, 1, 0]
+    with torch.no_grad():
+        whole = loss_after(model, stream, 0, order)
+        monkeypatch.setattr(cod.metrics.stream, "CHUNK_TOKENS", 24)  # two sequences of 12 per group: 4 groups
+        grouped = loss_after(model, stream, 0, order)
+        expected = model.head(model.run_blocks(stream.h[0], order=order), y)[1].item()
+    assert grouped == pytest.approx(whole, rel=1e-6) and whole == pytest.approx(expected, rel=1e-6)
 
 
 def test_analyse_layers_runs_everything():
