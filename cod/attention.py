@@ -57,7 +57,8 @@ class _SoftmaxAttention(torch.autograd.Function):
         return grad_q, grad_k, grad_v, None
 
 
-def softmax_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def softmax_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                      causal: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention output (N, G*T, hd) and probabilities (N, G*T, T) of grouped queries q
     (N, G*T, hd) over keys and values k, v (N, T, hd); N = batch x key/value heads."""
     return _SoftmaxAttention.apply(q, k, v, causal)

@@ -2,7 +2,8 @@
 
 `linear_cross_entropy(h, weight, targets)` equals
 `F.cross_entropy((h @ weight.T).float(), targets, ignore_index=-100)` but walks the rows in
-chunks of about `CHUNK_ELEMENTS` logits (at least `MIN_ROWS` rows), so the (N, V) logits and their fp32 copy never exist:
+chunks of about `CHUNK_ELEMENTS` logits (at least `MIN_ROWS` rows), so the (N, V) logits and
+their fp32 copy never exist:
 peak memory is one chunk's logits, and each chunk stays in cache while it is used. The
 gradients are formed in the same pass (softmax minus one-hot, times the rows and the weight) and
 scaled by the incoming gradient in backward, so the unembedding is never recomputed.
