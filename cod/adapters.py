@@ -17,15 +17,16 @@ Adapters here give the protocol to Hugging Face models without copying weights:
   model's own forward makes them, per attention type (full / sliding window), for an unpadded
   batch at positions 0..T-1. `head` = final norm, unembedding (Gemma's logit soft-capping
   when configured) and next-token cross-entropy, exactly like `Transformer.head`.
-- `HFEncoder`: BERT-style encoders (`BertModel`, sentence-transformers' MiniLM). No padding:
-  feed equal-length windows. `head` returns the mean-pooled, L2-normalised sentence embedding
-  (B, D), as sentence-transformers' all-MiniLM-L6-v2 computes it. The shipped encoders have no
-  masked-LM head (a freshly initialised one would measure nothing), so the loss is a
-  representation drop: 1 - cos(embedding, reference) averaged over the batch, where the
-  reference is the unmodified model's embedding of `targets`, the token ids (pass the input
-  ids themselves: then the intact model scores exactly 0, and a pruned one how far its
-  sentence embedding moved). It is not a task loss: compare it across the layers of one
-  model, not with a decoder's cross-entropy.
+- `HFEncoder`: BERT-style encoders (`BertModel`, sentence-transformers' MiniLM; `MPNetModel`,
+  whose layers share one relative-position attention bias, made the way its encoder makes it).
+  No padding: feed equal-length windows. `head` returns the mean-pooled, L2-normalised sentence
+  embedding (B, D), as sentence-transformers' all-MiniLM-L6-v2 and all-mpnet-base-v2 compute
+  it. The shipped encoders have no masked-LM head (a freshly initialised one would measure
+  nothing), so the loss is a representation drop: 1 - cos(embedding, reference) averaged over
+  the batch, where the reference is the unmodified model's embedding of `targets`, the token
+  ids (pass the input ids themselves: then the intact model scores exactly 0, and a pruned one
+  how far its sentence embedding moved). It is not a task loss: compare it across the layers
+  of one model, not with a decoder's cross-entropy.
 
 `as_layer_model(model)` picks the right one (our Transformer is returned as is).
 """
@@ -139,17 +140,19 @@ class HFEncoder(_Adapter):
         base = getattr(hf_model, "bert", hf_model)
         if not (hasattr(base, "embeddings") and hasattr(getattr(base, "encoder", None), "layer")):
             raise TypeError(f"{type(hf_model).__name__} is not a supported encoder: it needs .embeddings and "
-                            ".encoder.layer (BertModel and compatible)")
+                            ".encoder.layer (BertModel, MPNetModel and compatible)")
         super().__init__(hf_model, base, base.encoder.layer)
 
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
-        return self.base.embeddings(input_ids=idx, token_type_ids=torch.zeros_like(idx))
+        segments = hasattr(self.base.embeddings, "token_type_embeddings")  # BERT has them, MPNet not
+        return self.base.embeddings(input_ids=idx, **({"token_type_ids": torch.zeros_like(idx)} if segments else {}))
 
-    def _context(self, x):
-        return None  # no padding: every token attends to every token
+    def _context(self, x):  # no padding, so no mask: every token attends to every token
+        bias = getattr(self.base.encoder, "compute_position_bias", None)  # MPNet's relative positions
+        return {"position_bias": bias(x)} if bias else {}
 
     def _call(self, i, block, x, ctx):
-        return block(x)
+        return block(x, **ctx)
 
     def head(self, x, targets=None, logits=True):  # the embeddings are always formed
         pooled = F.normalize(x.mean(dim=1), dim=-1)
@@ -170,4 +173,5 @@ def as_layer_model(model: nn.Module) -> LayeredModel:
     if hasattr(getattr(getattr(model, "bert", model), "encoder", None), "layer"):
         return HFEncoder(model)
     raise TypeError(f"no adapter for {type(model).__name__}; supported: cod.model.Transformer, "
-                    "Hugging Face LLaMA-style *ForCausalLM (LLaMA, Qwen2, Gemma3), BertModel-style encoders")
+                    "Hugging Face LLaMA-style *ForCausalLM (LLaMA, Qwen2, Gemma3), BertModel-style encoders "
+                    "(BERT, MPNet)")

@@ -1,6 +1,7 @@
 """Analyses of trained weights, stored as small per-run files that notebooks read without the weights.
 
-    python -m cod.analysis b_depth          # what DVC's analyse@b_depth stage runs
+    python -m cod.analysis b_depth               # what DVC's analyse@b_depth stage runs
+    python -m cod.analysis b_depth --device cpu  # the models on the CPU (default: cuda when available)
 
 `params.yaml` declares each analysis under `analyses:` (the experiment whose runs it measures
 and the metrics' settings). For every run of that experiment it writes, to
@@ -36,6 +37,7 @@ from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_to
 
 LAYER_SETTINGS = ("eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau")  # with layers: true
 SETTINGS = ("experiment", *LAYER_SETTINGS, "zero_shot_tasks", "zero_shot_limit")
+DEVICES = ("cpu", "cuda")
 OPTIONAL = {
     "variants": None,  # the experiment's variants to measure; None: all of them
     "layers": True,  # measure the layer scores and Jacobians (false: zero-shot only)
@@ -72,8 +74,8 @@ def analysed_runs(spec: dict[str, Any], params: dict[str, Any]) -> list:
     return [run for run in runs if run.variant in spec["variants"]]
 
 
-def analyse(name: str, params: dict[str, Any]) -> None:
-    """Measure every run of analysis `name`'s experiment and write its per-run files."""
+def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
+    """Measure every run of analysis `name`'s experiment on `device` and write its per-run files."""
     from cod.eval import LanguageModel, evaluate, load_tokenizer
     from cod.results import load_model
 
@@ -90,6 +92,7 @@ def analyse(name: str, params: dict[str, Any]) -> None:
     torch.set_num_threads(1)
     for run in runs:
         model, cfg = load_model(run.weights / "model.pt")
+        model = model.to(device)
         folder = root / run.name
         folder.mkdir(parents=True, exist_ok=True)
         if spec["layers"]:
@@ -106,7 +109,7 @@ def analyse(name: str, params: dict[str, Any]) -> None:
                      for task in spec["zero_shot_tasks"]]
         (folder / "zero_shot.json").write_text(json.dumps(zero_shot, indent=1) + "\n")
         timing = f"{sum(layers.seconds.values()):.1f}s of layer metrics, " if spec["layers"] else ""
-        print(f"[analyse {name}] {run.name}: {len(model.blocks)} layers, {timing}"
+        print(f"[analyse {name}] {run.name} on {device}: {len(model.blocks)} layers, {timing}"
               f"{time.perf_counter() - start:.1f}s of zero-shot", flush=True)
 
 
@@ -212,8 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("analysis", help="analysis name from params.yaml (analyses:)")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
+    parser.add_argument("--device", choices=DEVICES, help="where the models run (default: cuda when available)")
     args = parser.parse_args(argv)
-    analyse(args.analysis, load_params(args.params))
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: no CUDA device is visible here; allowed here: cpu")
+    analyse(args.analysis, load_params(args.params), device)
     return 0
 
 

@@ -7,6 +7,10 @@
 
 Each run is a separate `python -m cod.train` process with one thread: on a CPU two
 single-threaded runs side by side train about twice as fast as one run on two threads.
+Where GPUs are visible (those of CUDA_VISIBLE_DEVICES when it is set), every run gets GPUs of
+its own: `gpus_per_run` of them (the profile's, default 1), through CUDA_VISIBLE_DEVICES, and a
+run on more than one is launched with torchrun (DDP or FSDP, `train.parallel`). Runs never share
+a GPU: `jobs` is capped at the visible GPUs divided by `gpus_per_run`.
 A run is stored per profile: results in runs/<profile>/<experiment>/<variant>_s<seed>/ (small,
 in git), weights in checkpoints/<profile>/... (DVC's cache). It is trained again only when its
 weights are missing or it no longer matches its settings and code (`cod.fingerprint`); an
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import queue
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -32,13 +38,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 import yaml
 
-from cod.config import ConfigError, ImageSet, RunConfig, apply_overrides, run_config
+from cod.config import ConfigError, DataSource, ImageSet, RunConfig, apply_overrides, run_config
 from cod.train import is_complete
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ("smoke", "default", "paper")
+PROFILE_KEYS = ("jobs", "seeds", "max_seeds", "base", "sizes", "gpus_per_run")
+COUNTS = ("jobs", "gpus_per_run")  # profile settings that are positive integers (default 1)
 SECTIONS = ("experiments", "finetunes")  # where trained runs are declared
 
 
@@ -90,9 +99,11 @@ class Run:
             return "to train"
         return "done" if (self.weights / "model.pt").exists() else "result only"
 
-    def command(self) -> list[str]:
+    def command(self, gpus: int = 1) -> list[str]:
+        """The training command; on more than one GPU through torchrun (one process per GPU)."""
         settings = [f"{k}={json.dumps(v)}" for k, v in self.overrides.items()]
-        return [sys.executable, "-m", "cod.train", "--out", str(self.out), "--weights", str(self.weights),
+        torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(gpus)] if gpus > 1 else []
+        return [sys.executable, *torchrun, "-m", "cod.train", "--out", str(self.out), "--weights", str(self.weights),
                 "--name", f"{self.experiment}/{self.name}", *settings]
 
 
@@ -104,7 +115,17 @@ def load_params(path: Path = ROOT / "params.yaml") -> dict[str, Any]:
 
 
 def profile_settings(params: dict[str, Any]) -> dict[str, Any]:
-    return params["profiles"][params["profile"]]
+    """The active profile's block of params.yaml, its keys and counts checked."""
+    name = params["profile"]
+    profile = params["profiles"][name]
+    unknown = sorted(set(profile) - set(PROFILE_KEYS))
+    if unknown:
+        raise ConfigError(f"profiles.{name}: unknown {unknown}; allowed: {', '.join(PROFILE_KEYS)}")
+    for key in COUNTS:
+        value = profile.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"profiles.{name}.{key}={value!r} is not allowed; allowed: a positive integer")
+    return profile
 
 
 def section_of(experiment: str, params: dict[str, Any]) -> str:
@@ -192,34 +213,88 @@ def datasets_needed(params: dict[str, Any]) -> dict[str, RunConfig]:
     return needed
 
 
+def training_tokens(params: dict[str, Any], dataset_dir: str) -> int:
+    """The most tokens any run of the active profile trains on from `dataset_dir`."""
+    configs = [run.config for run in all_runs(params, planned=False)]
+    return max(c.train.steps * c.data.batch_size * c.data.seq_len for c in configs
+               if c.vision.dataset == ImageSet.NONE and c.data.dataset_dir == dataset_dir)
+
+
 def prepare(params: dict[str, Any]) -> None:
-    """Tokenise the raw corpus for every dataset the profile needs (skips ready ones)."""
+    """Tokenise the corpus of every dataset the profile needs (skips ready ones). A streamed
+    source (FineWeb-Edu) is read up to the tokens its longest run trains on, so none repeats data."""
     for dataset_dir, cfg in datasets_needed(params).items():
-        if (ROOT / dataset_dir / "meta.json").exists():
+        if (ROOT / dataset_dir / "meta.json").exists() and not (ROOT / dataset_dir / "progress.json").exists():
             print(f"[prepare] {dataset_dir} ready", flush=True)
             continue
         command = [sys.executable, "-m", "cod.data.prepare", "--tokenizer", str(cfg.data.tokenizer),
                    "--vocab-size", str(cfg.data.vocab_size), "--source", str(cfg.data.source),
                    "--raw", str(ROOT / "data" / "raw"), "--out", str(ROOT / dataset_dir)]
+        if cfg.data.source == DataSource.FINEWEB_EDU:
+            command += ["--max-tokens", str(training_tokens(params, dataset_dir))]
         subprocess.run(command, check=True, cwd=ROOT)
 
 
+def visible_gpus() -> list[str]:
+    """Ids of the GPUs that runs may use: CUDA_VISIBLE_DEVICES's entries when it is set, else 0 .. n-1."""
+    count = torch.cuda.device_count()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = visible.split(",") if visible is not None else map(str, range(count))
+    return [i.strip() for i in ids][:count]
+
+
+class GPUs:
+    """The visible GPUs, lent to runs `per_run` at a time so that runs side by side never share
+    one; none where no GPU is visible, and runs train on the CPU."""
+
+    def __init__(self, per_run: int, profile: str):
+        self.ids, self.per_run = visible_gpus(), per_run
+        if per_run > max(1, len(self.ids)):
+            raise ConfigError(f"profiles.{profile}.gpus_per_run={per_run}: more than the {len(self.ids)} GPUs "
+                              f"visible; allowed: 1 to {max(1, len(self.ids))}")
+        self.free = queue.Queue()
+        for gpu in self.ids:
+            self.free.put(gpu)
+
+    @property
+    def slots(self) -> int:
+        """How many runs fit side by side (0 without GPUs)."""
+        return len(self.ids) // self.per_run
+
+    def train(self, run: Run) -> int:
+        """Train `run` in its own process, on `per_run` free GPUs when there are GPUs; its exit code."""
+        if not self.ids:
+            return subprocess.run([*run.command(), "--force"], cwd=ROOT).returncode
+        ids = [self.free.get() for _ in range(self.per_run)]
+        try:
+            env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(ids)}
+            return subprocess.run([*run.command(self.per_run), "--force"], cwd=ROOT, env=env).returncode
+        finally:
+            for gpu in ids:
+                self.free.put(gpu)
+
+
 def train(experiment: str, params: dict[str, Any], jobs: int | None = None) -> None:
-    """Train every run of `experiment` that lacks a matching result or its weights; raise if any crashed."""
+    """Train every run of `experiment` that lacks a matching result or its weights, `jobs` at a time
+    (on GPUs: at most one run per `gpus_per_run` visible GPUs); raise if any crashed."""
     runs = resolve_runs(experiment, params)
     for run in runs:
         dataset = ROOT / run.config.data.dataset_dir / "train.bin"
         if run.config.vision.dataset == ImageSet.NONE and not dataset.exists():
             raise ConfigError(f"{dataset} not found (data.tokens_dir={run.config.data.tokens_dir}); "
                               "run `python -m cod.experiments prepare` or `dvc repro prepare`")
-    jobs = jobs or profile_settings(params).get("jobs", 1)
+    profile = profile_settings(params)
+    jobs, gpus = jobs or profile.get("jobs", 1), GPUs(profile.get("gpus_per_run", 1), params["profile"])
+    if gpus.ids:
+        jobs = min(jobs, gpus.slots)
     todo = [run for run in runs if run.status() != "done"]
+    place = f" on {gpus.per_run} of GPUs {','.join(gpus.ids)} each" if gpus.ids else ""
     print(f"[{experiment}] {len(runs)} runs, {len(runs) - len(todo)} already complete, "
-          f"{len(todo)} to train, {jobs} at a time", flush=True)
+          f"{len(todo)} to train, {jobs} at a time{place}", flush=True)
     for run in runs:
         run.weights.mkdir(parents=True, exist_ok=True)  # a stage output even when nothing trains
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        codes = list(pool.map(lambda run: subprocess.run([*run.command(), "--force"], cwd=ROOT).returncode, todo))
+        codes = list(pool.map(gpus.train, todo))
     failed = [run.name for run, code in zip(todo, codes) if code != 0]
     if failed:
         raise RuntimeError(f"[{experiment}] runs crashed (not diverged; see their output above): {failed}")

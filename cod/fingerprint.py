@@ -41,7 +41,7 @@ import torch
 from cod.config import DataSource, ImageSet, Precision, RunConfig, Tokenizer, VisionConfig, flatten, run_config
 from cod.data.images import FILES, write_idx
 
-COSMETIC = ("train.log_every", "train.threads")  # settings that never change a run's result
+COSMETIC = ("train.log_every", "train.threads", "train.recompute")  # settings that never change a run's result
 DIGITS = 6  # significant digits kept of every probed number (float64 noise is ~1e-15)
 PROBE_VOCAB = 272  # smallest BPE-sized vocabulary (>= 260), a multiple of 16
 PROBE_STEPS = 10  # long enough for a warmup step and a cosine tail at warmup_frac 0.1
@@ -91,6 +91,7 @@ def probe_config(cfg: RunConfig) -> RunConfig:
         "train.stats_every": 5 if cfg.train.stats_every else 0, "train.stats_tokens": 16,
         "train.eval_every": 5 if cfg.train.eval_every else 0, "train.eval_tokens": 64,
         "train.ckpt_every": 0, "train.precision": Precision.FP32.value, "train.threads": 1, "seed": 0,
+        "train.compile": False,  # an execution detail, and compiling the probe would cost a minute
         "finetune.base": "",
     }
     if cfg.vision.dataset != ImageSet.NONE:  # a ViT's sequence is its image's tokens: kept

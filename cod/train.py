@@ -3,6 +3,13 @@
     python -m cod.train --out runs/demo/pre_ln_s0 model.norm=lns train.steps=200
     torchrun --nproc_per_node 2 -m cod.train --out runs/demo/ddp ...   # DDP, same global batch
 
+Memory and scale (train.*): `micro_batch` accumulates gradients over micro-batches (the step's
+loss and gradients equal one pass over the whole batch), `recompute` recomputes each block's
+activations in the backward pass, `compile` runs the model through torch.compile, and
+`parallel=fsdp` shards weights, gradients and AdamW state over torchrun's processes. Under
+torchrun, evaluation and statistics are split over the processes and summed on the model's
+device (NCCL has no CPU path); only process 0 writes files.
+
 Files in --out (small, human-readable):
     config.json     every setting of the run
     history.jsonl   one row per logged step: loss, lr, grad norm, tokens/s; rows with
@@ -41,17 +48,22 @@ import typing
 from contextlib import nullcontext
 from enum import StrEnum
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import torch
 import torch.distributed as dist
+from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from cod import fingerprint
-from cod.config import ConfigError, ImageSet, OptimConfig, Precision, RunConfig, run_config, run_config_from_dict
+from cod.config import (ConfigError, ImageSet, OptimConfig, Parallel, Precision, RunConfig, run_config,
+                        run_config_from_dict)
 from cod.data.images import ImageBatches, load_images
 from cod.data.instructions import InstructionBatches
 from cod.data.loader import TokenBatches, eval_windows
 from cod.data.prepare import prepare_command
+from cod.loss import IGNORE_INDEX
 from cod.model import Transformer
 from cod.metrics.variance import layer_variances
 from cod.vision import VisionTransformer
@@ -91,7 +103,8 @@ def lr_at(step: int, cfg: RunConfig) -> float:
 
 
 class Dist:
-    """Rank, world size and device; initialises torch.distributed under torchrun (unless told not to)."""
+    """Rank, world size and device; initialises torch.distributed under torchrun (unless told not to).
+    Collectives run on `device`, as NCCL needs."""
 
     def __init__(self, device: str | None, distributed: bool = True):
         env = os.environ if distributed else {}
@@ -100,21 +113,33 @@ class Dist:
         local_rank = int(env.get("LOCAL_RANK", 0))
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = torch.device(f"cuda:{local_rank}" if device == "cuda" else device)
-        if self.world_size > 1:
-            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
         if self.device.type == "cuda":
-            torch.cuda.set_device(self.device)
+            torch.cuda.set_device(self.device)  # before the group starts, so NCCL binds this GPU
+        if self.world_size > 1:
+            cuda = self.device.type == "cuda"
+            dist.init_process_group("nccl" if cuda else "gloo", device_id=self.device if cuda else None)
 
     @property
     def main(self) -> bool:
         return self.rank == 0
 
-    def mean(self, value: float) -> float:
+    def sum(self, values: Sequence[float]) -> list[float]:
+        """Elementwise sums over processes (the values themselves in one process)."""
         if self.world_size == 1:
-            return value
-        t = torch.tensor([value], dtype=torch.float64)
+            return list(values)
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
         dist.all_reduce(t)
-        return t.item() / self.world_size
+        return t.tolist()
+
+    def mean(self, value: float) -> float:
+        return value if self.world_size == 1 else self.sum([value])[0] / self.world_size
+
+    def share(self, n: int) -> list[tuple[int, bool]]:
+        """This process's items of 0..n-1 (every world_size-th), as (index, counted). Processes
+        get equally many, as FSDP's gathers need: the ones short of an item repeat item 0 uncounted."""
+        rounds = -(-n // self.world_size)
+        items = (k * self.world_size + self.rank for k in range(rounds))
+        return [(i, True) if i < n else (0, False) for i in items]
 
     def close(self) -> None:
         if self.world_size > 1:
@@ -122,6 +147,21 @@ class Dist:
 
 
 # ----------------------------------------------------------------------------- trainer
+
+
+class Recomputed(nn.Module):
+    """A block whose activations are recomputed in the backward pass instead of stored
+    (activation checkpointing); passed in the model's `order=`, so no weights are copied."""
+
+    def __init__(self, block: nn.Module, rotary: nn.Module):
+        super().__init__()
+        self.block, self.rotary = block, rotary
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return checkpoint(self._run, x, use_reentrant=False)
+
+    def _run(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x, self.rotary(x.shape[1]))[0]
 
 
 class Trainer:
@@ -162,15 +202,39 @@ class Trainer:
         self.dataset = dataset
         model = VisionTransformer(cfg.model, cfg.vision) if vision else Transformer(cfg.model)
         self.model = model.to(self.dist.device)
-        self.net = self.model
-        if self.dist.world_size > 1:
-            self.net = torch.nn.parallel.DistributedDataParallel(self.model)
+        self.fsdp = self.dist.world_size > 1 and cfg.train.parallel == Parallel.FSDP
+        self.net = self._distributed(self.model)
+        if cfg.train.compile:
+            self.net = torch.compile(self.net)
+        self.order = [Recomputed(block, self.model.rotary) for block in self.model.blocks] if cfg.train.recompute \
+            else None
         self.optimizer = adamw(self.model, cfg.optim)
         self.step = 0
         self.tokens = 0  # input tokens seen, padding included, summed over processes
         self.bad_checks = 0
         self.diverged_at: int | None = None
         self.stats_batch = self._stats_batch()
+
+    def _distributed(self, model: nn.Module) -> nn.Module:
+        """What the training step calls: the model itself, DDP around it, or the model sharded in place."""
+        if self.dist.world_size == 1:
+            return model
+        if not self.fsdp:
+            return nn.parallel.DistributedDataParallel(model)
+        from torch.distributed.fsdp import fully_shard
+
+        for block in model.blocks:
+            fully_shard(block)
+        return fully_shard(model)
+
+    def _gradient_sync(self, sync: bool):
+        """Context of one micro-step's forward and backward: gradients are averaged over processes
+        only when `sync` (the step's last micro-batch)."""
+        if self.fsdp:
+            self.model.set_requires_gradient_sync(sync)
+        elif self.dist.world_size > 1 and not sync:
+            return self.net.no_sync()
+        return nullcontext()
 
     # .................................................................. bookkeeping
     def _stats_batch(self) -> torch.Tensor:
@@ -198,15 +262,42 @@ class Trainer:
             print(f"[{self.name}] {text}", flush=True)
 
     # .................................................................. checkpoints
+    def full_state(self) -> tuple[dict, dict]:
+        """Model and optimiser state, whole (FSDP's shards are gathered: every process must call)."""
+        if not self.fsdp:
+            return self.model.state_dict(), self.optimizer.state_dict()
+        from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
+                                                             get_optimizer_state_dict)
+
+        whole = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        return (get_model_state_dict(self.model, options=whole),
+                get_optimizer_state_dict(self.model, self.optimizer, options=whole))
+
+    def load_full_state(self, model: dict, optimizer: dict | None) -> None:
+        """Inverse of `full_state`; optimizer=None loads the weights only."""
+        if not self.fsdp:
+            self.model.load_state_dict(model)
+            if optimizer is not None:
+                self.optimizer.load_state_dict(optimizer)
+            return
+        from torch.distributed.checkpoint.state_dict import (StateDictOptions, set_model_state_dict,
+                                                             set_optimizer_state_dict)
+
+        whole = StateDictOptions(full_state_dict=True)
+        set_model_state_dict(self.model, model, options=whole)
+        if optimizer is not None:
+            set_optimizer_state_dict(self.model, self.optimizer, optimizer, options=whole)
+
     def save_checkpoint(self) -> None:
+        model, optimizer = self.full_state()
         if not self.dist.main:
             return
         state = {
             "identity": self.identity,
             "step": self.step,
             "tokens": self.tokens,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            "model": model,
+            "optimizer": optimizer,
             "bad_checks": self.bad_checks,
             "rng": torch.get_rng_state(),
         }
@@ -222,8 +313,7 @@ class Trainer:
         if not fingerprint.matches(state.get("identity"), self.cfg):
             self._say("checkpoint belongs to other settings: starting afresh")
             return False
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.load_full_state(state["model"], state["optimizer"])
         self.step, self.bad_checks = state["step"], state["bad_checks"]
         self.tokens = state.get("tokens", self.step * self.cfg.data.batch_size * self.cfg.data.seq_len)
         torch.set_rng_state(state["rng"])
@@ -243,30 +333,51 @@ class Trainer:
         if run_config_from_dict(state["config"]).model != self.cfg.model:
             raise ConfigError(f"finetune.base={self.cfg.finetune.base} has other model settings than this run; "
                               "give the run the base's model.* settings")
-        self.model.load_state_dict(state["model"])
+        self.load_full_state(state["model"], None)
 
     # .................................................................. training
     def train_step(self) -> tuple[float, float]:
+        """One optimiser step over this process's share of the batch, in micro-batches of
+        train.micro_batch: each micro-batch's mean loss is weighted by its share of the counted
+        targets, so loss and gradients equal those of one pass over the whole share."""
         x, y = self.batches.batch(self.step)
         self.tokens += (x.numel() if self.images is None else len(x) * self.cfg.data.seq_len) * self.dist.world_size
-        x, y = x.to(self.dist.device, non_blocking=True), y.to(self.dist.device, non_blocking=True)
         lr = lr_at(self.step, self.cfg)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        with self._autocast():
-            loss = self.net(x, y, logits=False).loss
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        counted = max(1, (y != IGNORE_INDEX).sum().item())
+        size = self.cfg.train.micro_batch or len(x)
+        pieces = list(zip(x.split(size), y.split(size)))
+        loss = 0.0
+        for i, (xm, ym) in enumerate(pieces):
+            share = (ym != IGNORE_INDEX).sum().item() / counted
+            xm, ym = xm.to(self.dist.device, non_blocking=True), ym.to(self.dist.device, non_blocking=True)
+            with self._gradient_sync(i == len(pieces) - 1):
+                with self._autocast():
+                    part = self.net(xm, ym, logits=False, order=self.order).loss
+                (part if len(pieces) == 1 else part * share).backward()
+            loss += part.item() * share
         clip = self.cfg.optim.grad_clip or float("inf")
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip).item()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
         self.optimizer.step()
-        return loss.item(), grad_norm
+        return loss, _whole(grad_norm).item()
 
     def record_stats(self) -> None:
+        """Per-layer variances on the fixed batch; under torchrun each process takes some of its rows."""
         self.model.eval()
+        batch = self.stats_batch
+        if self.dist.world_size > 1:
+            rows = [i for i, counted in self.dist.share(len(batch)) if counted]
+            batch = batch[rows] if rows else batch[:1]  # a process without rows still joins FSDP's gathers
         with torch.no_grad(), self._autocast():
-            variances = layer_variances(self.model, self.stats_batch)
+            variances = layer_variances(self.model, batch)
         self.model.train()
+        if self.dist.world_size > 1:
+            names = list(variances)
+            sums = self.dist.sum([len(rows) * v for name in names for v in variances[name]] + [len(rows)])
+            n = len(self.model.blocks)
+            variances = {name: [s / sums[-1] for s in sums[k * n:(k + 1) * n]] for k, name in enumerate(names)}
         self._log({"step": self.step, **variances})
 
     def fit(self) -> dict:
@@ -275,7 +386,8 @@ class Trainer:
         self.weights.mkdir(parents=True, exist_ok=True)
         resumed = self.try_resume()
         if not resumed:
-            (self.out / "history.jsonl").unlink(missing_ok=True)
+            if self.dist.main:
+                (self.out / "history.jsonl").unlink(missing_ok=True)
             if self.cfg.finetune.base:
                 self.load_base()
             if self.dist.main:
@@ -328,11 +440,15 @@ class Trainer:
         self.model.eval()
         total, count = 0.0, 0
         seq = self.cfg.data.seq_len
-        for x, y in eval_windows(path, seq, max(1, 8192 // seq), self.cfg.train.eval_tokens):
+        batches = list(eval_windows(path, seq, max(1, 8192 // seq), self.cfg.train.eval_tokens))
+        for i, counted in self.dist.share(len(batches)):
+            x, y = batches[i]
             with self._autocast():
                 loss = self.model(x.to(self.dist.device), y.to(self.dist.device), logits=False).loss
-            total, count = total + loss.item() * y.numel(), count + y.numel()
+            if counted:
+                total, count = total + loss.item() * y.numel(), count + y.numel()
         self.model.train()
+        total, count = self.dist.sum([total, count])
         return total / count
 
     @torch.no_grad()
@@ -340,12 +456,15 @@ class Trainer:
         """A ViT's mean class loss and top-1 accuracy over every image of `split` (val, test)."""
         images, loss, correct = self.images[split], 0.0, 0
         self.model.eval()
-        for first in range(0, len(images), EVAL_IMAGES):
-            x, y = (t.to(self.dist.device) for t in images.tensors(slice(first, first + EVAL_IMAGES)))
+        for i, counted in self.dist.share(-(-len(images) // EVAL_IMAGES)):
+            rows = slice(i * EVAL_IMAGES, (i + 1) * EVAL_IMAGES)
+            x, y = (t.to(self.dist.device) for t in images.tensors(rows))
             with self._autocast():
                 out = self.model(x, y)
-            loss, correct = loss + out.loss.item() * len(y), correct + (out.logits.argmax(-1) == y).sum().item()
+            if counted:
+                loss, correct = loss + out.loss.item() * len(y), correct + (out.logits.argmax(-1) == y).sum().item()
         self.model.train()
+        loss, correct = self.dist.sum([loss, correct])
         return loss / len(images), correct / len(images)
 
     def scores(self) -> dict:
@@ -380,8 +499,9 @@ class Trainer:
             "device": str(self.dist.device),
             "world_size": self.dist.world_size,
         }
+        model, _ = self.full_state()
         if self.dist.main:
-            torch.save({"config": self.cfg.to_dict(), "model": self.model.state_dict()}, self.weights / "model.pt")
+            torch.save({"config": self.cfg.to_dict(), "model": model}, self.weights / "model.pt")
             (self.weights / "ckpt.pt").unlink(missing_ok=True)
             (self.out / "final.json").write_text(json.dumps(final, indent=2) + "\n")
             if self.images is None:
@@ -390,6 +510,11 @@ class Trainer:
                 result = f"val acc {_shown(final['val_acc'], '.4f')}, test acc {_shown(final['test_acc'], '.4f')}"
             self._say(f"{status}: {result}, {final['tokens_per_s']:.0f} tok/s, {elapsed:.0f}s")
         return final
+
+
+def _whole(t: torch.Tensor) -> torch.Tensor:
+    """A plain tensor of `t`, gathering it if it is an FSDP DTensor (a gradient norm)."""
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
 
 
 def _finite(x: float | None) -> float | None:

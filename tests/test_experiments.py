@@ -2,6 +2,9 @@
 
 import io
 import json
+import subprocess
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -168,3 +171,96 @@ def test_stored_layer_analysis_reads_back_as_the_same_objects(tmp_path):
 def test_an_unknown_override_in_a_run_still_names_the_setting():
     with pytest.raises(ConfigError, match="unknown setting 'model.nrom'"):
         run_config({"model.nrom": "lns"})
+
+
+# ----------------------------------------------------------------------------- runs on GPUs
+
+
+def gpu_experiment(tmp_path, monkeypatch, gpus: int, **profile) -> dict:
+    """Params of a four-run experiment trained under tmp_path, with `gpus` GPUs visible."""
+    monkeypatch.setattr(experiments, "ROOT", tmp_path)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    size = {"model.d_model": 16, "model.n_layers": 2, "model.n_heads": 2}
+    params = {"profile": "smoke", "profiles": {"smoke": {"jobs": 2, "seeds": [0], "sizes": {"s": size}, **profile}},
+              "experiments": {"demo": {"size": "s", "variants": {v: {} for v in "abcd"}}}}
+    dataset = tmp_path / resolve_runs("demo", params)[0].config.data.dataset_dir
+    dataset.mkdir(parents=True)
+    (dataset / "train.bin").touch()
+    return params
+
+
+def record_runs(monkeypatch) -> list[tuple[list[str], dict | None]]:
+    """(command, environment) of every training process started, which all succeed."""
+    started = []
+
+    def run(command, cwd, env=None):
+        started.append((command, env))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    return started
+
+
+@pytest.mark.parametrize("visible, ids", [(None, {"0", "1"}), ("3,5", {"3", "5"})])
+def test_runs_side_by_side_get_a_gpu_each(tmp_path, monkeypatch, capsys, visible, ids):
+    params = gpu_experiment(tmp_path, monkeypatch, gpus=2, jobs=3)
+    if visible:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    lock, busy, seen = threading.Lock(), set(), []
+    pair = threading.Barrier(2, timeout=20)  # two runs hold their GPUs at once
+
+    def run(command, cwd, env=None):
+        gpu = env["CUDA_VISIBLE_DEVICES"]
+        with lock:
+            assert gpu not in busy, f"GPU {gpu} given to two runs at once"
+            busy.add(gpu)
+            seen.append(gpu)
+        pair.wait()
+        with lock:
+            busy.remove(gpu)
+        assert command[1:3] == ["-m", "cod.train"]
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    experiments.train("demo", params)
+    assert sorted(seen) == sorted([*ids, *ids])
+    assert "4 to train, 2 at a time on 1 of GPUs" in capsys.readouterr().out  # jobs=3 capped at the 2 GPUs
+
+
+def test_a_run_on_several_gpus_goes_through_torchrun(tmp_path, monkeypatch):
+    params = gpu_experiment(tmp_path, monkeypatch, gpus=2, gpus_per_run=2)
+    started = record_runs(monkeypatch)
+    experiments.train("demo", params)
+    assert len(started) == 4 and all(env["CUDA_VISIBLE_DEVICES"] == "0,1" for _, env in started)
+    command = started[0][0]
+    assert command[:8] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           "-m", "cod.train"]
+    params["profiles"]["smoke"]["gpus_per_run"] = 3
+    with pytest.raises(ConfigError, match="profiles.smoke.gpus_per_run=3: more than the 2 GPUs visible; "
+                                          "allowed: 1 to 2"):
+        experiments.train("demo", params)
+
+
+def test_without_gpus_runs_train_as_before(tmp_path, monkeypatch):
+    params = gpu_experiment(tmp_path, monkeypatch, gpus=0)
+    started = record_runs(monkeypatch)
+    experiments.train("demo", params)
+    runs = {run.name: run for run in resolve_runs("demo", params)}
+    assert sorted(command for command, _ in started) == sorted([*run.command(), "--force"] for run in runs.values())
+    assert all(env is None and command[1:3] == ["-m", "cod.train"] for command, env in started)
+    params["profiles"]["smoke"]["gpus_per_run"] = 2
+    with pytest.raises(ConfigError, match="gpus_per_run=2: more than the 0 GPUs visible; allowed: 1 to 1"):
+        experiments.train("demo", params)
+
+
+def test_profile_settings_are_checked(tmp_path, monkeypatch):
+    params = gpu_experiment(tmp_path, monkeypatch, gpus=0)
+    params["profiles"]["smoke"]["gpus_per_run"] = 0
+    with pytest.raises(ConfigError, match="profiles.smoke.gpus_per_run=0 is not allowed; allowed: a positive integer"):
+        resolve_runs("demo", params)
+    params["profiles"]["smoke"] = {**params["profiles"]["smoke"], "gpus_per_run": 1, "gpus": 2}
+    with pytest.raises(ConfigError, match="profiles.smoke: unknown \\['gpus'\\]; allowed: jobs, .*gpus_per_run"):
+        resolve_runs("demo", params)
+    for name in ("smoke", "default", "paper"):
+        experiments.profile_settings({**load_params(), "profile": name})  # params.yaml's profiles pass

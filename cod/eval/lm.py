@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from cod.adapters import HFEncoder, as_layer_model
+from cod.metrics.stream import device_of
 from cod.model import Transformer
 
 EOT = "<|endoftext|>"
@@ -93,6 +94,11 @@ class LanguageModel:
         self.max_len = min(limits) if limits else None  # longest input; longer ones lose their start
         self.text = None if tokenizer is None else TextEncoder(tokenizer)
         self.prefix = None if tokenizer is None else self.text.prefix
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model's weights are, and evaluation makes its inputs."""
+        return device_of(self.model)
 
     def _text(self) -> TextEncoder:
         if self.text is None:

@@ -40,7 +40,8 @@ def stream_nll(lm: LanguageModel, tokens: np.ndarray, seq_len: int, batch_size: 
     total, count = 0.0, 0
     for first in range(0, n_windows, batch_size):
         starts = seq_len * np.arange(first, min(first + batch_size, n_windows))
-        windows = torch.from_numpy(np.asarray(tokens[starts[:, None] + np.arange(seq_len + 1)]).astype(np.int64))
+        windows = np.asarray(tokens[starts[:, None] + np.arange(seq_len + 1)]).astype(np.int64)
+        windows = torch.as_tensor(windows, device=lm.device)
         logits, _ = lm.head(lm.hidden(windows[:, :-1]))
         total += F.cross_entropy(logits.flatten(0, 1).float(), windows[:, 1:].flatten(), reduction="sum").item()
         count += windows[:, 1:].numel()

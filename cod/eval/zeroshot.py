@@ -25,7 +25,7 @@ from cod.eval.tasks import TASKS, Item, chance, load_task, task
 def loglikelihoods(lm: LanguageModel, requests: Sequence[tuple[str, str]], batch_tokens: int = 4096
                    ) -> tuple[np.ndarray, np.ndarray]:
     """(summed log-probability, greedy match) of each (context, continuation) request."""
-    encoded = []
+    device, encoded = lm.device, []
     for context, continuation in requests:
         head, tail = lm.request(context, continuation)
         ids = (head + tail)[:-1]
@@ -40,24 +40,24 @@ def loglikelihoods(lm: LanguageModel, requests: Sequence[tuple[str, str]], batch
         width = len(encoded[order[start]][0])
         batch = order[start:start + max(1, batch_tokens // width)]
         start += len(batch)
-        idx = torch.zeros(len(batch), width, dtype=torch.long)
-        rows, cols, targets, owner = [], [], [], []
+        padded, rows, cols, targets, owner = [], [], [], [], []
         for b, r in enumerate(batch):
             ids, tail = encoded[r]
-            idx[b, :len(ids)] = torch.tensor(ids)
+            padded.append(ids + [0] * (width - len(ids)))
             rows += [b] * len(tail)
             cols += range(len(ids) - len(tail), len(ids))
             targets += tail
             owner += [b] * len(tail)
-        x = lm.hidden(idx)[torch.tensor(rows), torch.tensor(cols)]  # (N, D): states that predict the tail
+        idx, rows, cols, targets, owner = (torch.tensor(v, dtype=torch.long, device=device)
+                                           for v in (padded, rows, cols, targets, owner))
+        x = lm.hidden(idx)[rows, cols]  # (N, D): states that predict the tail
         logprobs = lm.head(x[None])[0][0].float().log_softmax(-1)  # (N, V)
-        targets, owner = torch.tensor(targets), torch.tensor(owner)
         picked = logprobs.gather(1, targets[:, None])[:, 0].double()
         hits = (logprobs.argmax(-1) == targets).long()
-        sums = torch.zeros(len(batch), dtype=torch.double).index_add_(0, owner, picked)
-        misses = torch.zeros(len(batch), dtype=torch.long).index_add_(0, owner, 1 - hits)
-        scores[batch] = sums.numpy()
-        greedy[batch] = (misses == 0).numpy()
+        sums = torch.zeros(len(batch), dtype=torch.double, device=device).index_add_(0, owner, picked)
+        misses = torch.zeros(len(batch), dtype=torch.long, device=device).index_add_(0, owner, 1 - hits)
+        scores[batch] = sums.cpu().numpy()
+        greedy[batch] = (misses == 0).cpu().numpy()
     return scores, greedy
 
 

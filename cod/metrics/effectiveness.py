@@ -23,7 +23,7 @@ from cod.metrics.jacobian import BlockJacobians, block_jacobians
 from cod.metrics.kurtosis import LayerKurtosis, layer_kurtosis
 from cod.metrics.permutation import PermutationScores, permutation_scores
 from cod.metrics.pruning import LayerRemoval, TaskScore, layer_removal
-from cod.metrics.stream import LayeredModel, residual_stream
+from cod.metrics.stream import LayeredModel, device_of, residual_stream
 from cod.metrics.usefulness import Usefulness, usefulness_scores
 from cod.metrics.variance import token_variance
 from cod.metrics.weights import weight_sparsity
@@ -58,7 +58,9 @@ def analyse_layers(model: LayeredModel, idx: torch.Tensor, targets: torch.Tensor
                    attention_thresholds: Sequence[float] | None = None, task: TaskScore | None = None,
                    seed: int = 0) -> LayerAnalysis:
     """All metrics on tokens idx/targets (B, T); usefulness fits on fit_idx; Jacobians at one
-    random position of each sequence of jacobian_idx."""
+    random position of each sequence of jacobian_idx. The tokens are moved to the model's device."""
+    device = device_of(model)
+    idx, targets, fit_idx, jacobian_idx = (t.to(device) for t in (idx, targets, fit_idx, jacobian_idx))
     seconds: dict[str, float] = {}
 
     def timed(name, fn, *args, **kwargs):

@@ -55,7 +55,8 @@ def token_jacobians(model: LayeredModel, block: int, x: torch.Tensor, positions:
 def block_jacobians(model: LayeredModel, stream: Stream, seed: int = 0) -> BlockJacobians:
     """Mean per-token Jacobian of every block over one random position per sequence."""
     batch, seq_len, d = stream.h[0].shape
-    positions = torch.randint(seq_len, (batch,), generator=torch.Generator().manual_seed(seed))
+    generator = torch.Generator().manual_seed(seed)  # on the CPU: the same positions on every device
+    positions = torch.randint(seq_len, (batch,), generator=generator, device="cpu")
     means = [token_jacobians(model, l, stream.h[l], positions).double().mean(0).cpu() for l in range(stream.n_layers)]
-    deviation = np.array([(m - torch.eye(d, dtype=m.dtype)).norm().item() / d for m in means])
+    deviation = np.array([(m - torch.eye(d, dtype=m.dtype, device="cpu")).norm().item() / d for m in means])
     return BlockJacobians(torch.stack(means).float().numpy(), deviation)

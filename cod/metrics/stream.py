@@ -11,7 +11,7 @@ Any model works that follows the layered-model protocol (`LayeredModel`), which
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Iterator, Protocol, Sequence
 
 import torch
 from torch import nn
@@ -26,6 +26,9 @@ class LayeredModel(Protocol):
 
     blocks: Sequence[nn.Module]  # L blocks
 
+    def parameters(self) -> Iterator[nn.Parameter]:
+        """Its weights (their device is where analyses create tensors)."""
+
     def embed(self, idx: torch.Tensor) -> torch.Tensor:
         """(B, T) token ids -> (B, T, D) input of the first block."""
 
@@ -37,6 +40,11 @@ class LayeredModel(Protocol):
              logits: bool = True) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """(B, T, D) last residual stream -> logits (B, T, V) and the mean next-token loss; with
         logits=False a model may skip the logits and give the loss alone."""
+
+
+def device_of(model: LayeredModel) -> torch.device:
+    """The device of the model's parameters: analyses create their tensors there."""
+    return next(model.parameters()).device
 
 
 @dataclass

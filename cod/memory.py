@@ -1,0 +1,182 @@
+"""Peak memory of a training step, sized on the CPU with fake tensors: no memory, no GPU.
+
+    python -m cod.memory paper            # every size of the paper profile against one 80 GB GPU
+
+`training_peak(cfg)` builds the run's model under `FakeTensorMode` (tensors with shapes and dtypes
+but no storage), runs two optimiser steps of one process's share of the batch in its micro-batches,
+with the run's precision and recomputation, and tracks every storage alive: the peak of their sum,
+each rounded up to the CUDA caching allocator's 512-byte blocks. It counts weights, gradients,
+AdamW state and activations. It does not count the CUDA context, library workspaces or
+fragmentation: `fits` leaves `MARGIN` of the GPU for them. Autocast runs as the CPU's (its bf16
+matrix products are CUDA's), and attention is the CPU's fused kernel, which, like CUDA's flash
+attention, keeps no T x T matrix. The vocabulary loss is sized at `SIZING_CHUNK` logits a chunk,
+which overstates its few temporaries by about a gigabyte, to spare thousands of fake ops. FSDP is
+not sized: every paper model fits one GPU unsharded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import weakref
+from contextlib import contextmanager, nullcontext
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from cod.config import ImageSet, Norm, Precision, RunConfig
+from cod import loss
+from cod.model import Transformer
+
+GPU_BYTES = 80 * 10**9  # an 80 GB H100 or A100
+MARGIN = 0.15  # share of the GPU left for the CUDA context, workspaces and fragmentation
+BLOCK = 512  # bytes: the CUDA caching allocator's rounding
+SIZING_CHUNK = 2**27  # logits per chunk of the vocabulary loss when sizing: 0.5 GB in fp32, 40x the trainer's
+
+
+class LiveStorages(TorchDispatchMode):
+    """Bytes of the tensor storages alive, now and at their peak, for tensors that ops made
+    while the mode was on and any added by hand (weights made before it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.alive: dict[int, weakref.ref] = {}
+        self.now = self.peak = 0
+
+    def add(self, t: torch.Tensor) -> None:
+        storage = t.untyped_storage()
+        key = storage._cdata
+        if key in self.alive:
+            return
+        size = -(-storage.nbytes() // BLOCK) * BLOCK
+
+        def freed(_, key=key, size=size):
+            self.alive.pop(key, None)
+            self.now -= size
+
+        self.alive[key] = weakref.ref(storage, freed)
+        self.now += size
+        self.peak = max(self.peak, self.now)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                self.add(t)
+        return out
+
+
+def training_peak(cfg: RunConfig, world_size: int = 1) -> int:
+    """Peak bytes on one process of `world_size` (DDP) in a training step of run `cfg`, AdamW's
+    state included."""
+    from cod.train import Recomputed, adamw  # the trainer's own optimiser and recomputation
+
+    per_process = cfg.data.batch_size // world_size
+    micro = cfg.train.micro_batch or per_process
+    steps = min(2, -(-per_process // micro))  # later micro-steps repeat the second's peak
+    vision = cfg.vision.dataset != ImageSet.NONE
+    bf16 = cfg.train.precision == Precision.BF16
+    with FakeTensorMode(), _loss_chunks(SIZING_CHUNK):
+        model = _model(cfg)
+        optimizer = adamw(model, cfg.optim)
+        for p in model.parameters():  # AdamW's state, made by a first step
+            p.grad = torch.zeros_like(p)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        order = [Recomputed(block, model.rotary) for block in model.blocks] if cfg.train.recompute else None
+        live = LiveStorages()
+        for t in [*model.parameters(), *(v for state in optimizer.state.values() for v in state.values())]:
+            live.add(t)
+        with live:
+            for _ in range(steps):
+                x, y = _fake_batch(cfg, micro, vision)
+                with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext():
+                    loss = model(x, y, logits=False, order=order).loss
+                loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    return live.peak
+
+
+def _model(cfg: RunConfig) -> Transformer:
+    """The run's model (made of fake tensors under FakeTensorMode)."""
+    from cod.vision import VisionTransformer
+
+    shape = cfg.model
+    if shape.norm == Norm.ADMIN:  # its initialisation profiles real activations; its memory is Post-LN's
+        shape = dataclasses.replace(shape, norm=Norm.POST_LN)
+    return VisionTransformer(shape, cfg.vision) if cfg.vision.dataset != ImageSet.NONE else Transformer(shape)
+
+
+@contextmanager
+def _loss_chunks(elements: int):
+    """The vocabulary loss walks chunks of `elements` logits (fake tensors cost time per op, not per byte)."""
+    previous, loss.CHUNK_ELEMENTS = loss.CHUNK_ELEMENTS, elements
+    try:
+        yield
+    finally:
+        loss.CHUNK_ELEMENTS = previous
+
+
+def _fake_batch(cfg: RunConfig, n: int, vision: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    if vision:
+        v = cfg.vision
+        return torch.empty(n, v.channels, v.side, v.side), torch.zeros(n, dtype=torch.long)
+    tokens = torch.zeros(n, cfg.data.seq_len, dtype=torch.long)
+    return tokens, tokens
+
+
+def fits(peak: int, gpu_bytes: int = GPU_BYTES) -> bool:
+    """True when a step peaking at `peak` bytes leaves `MARGIN` of the GPU free."""
+    return peak <= (1 - MARGIN) * gpu_bytes
+
+
+SHAPE = ("model.d_", "model.n_", "model.vocab_size", "model.tie_embeddings", "model.ffn", "model.norm",
+         "model.branch_gain", "model.causal", "model.rope", "data.seq_len", "data.batch_size", "train.micro_batch",
+         "train.recompute", "train.precision", "vision.")  # the settings that decide a step's memory
+
+
+def distinct_shapes(params: dict) -> dict[str, RunConfig]:
+    """One run's config per distinct memory shape of the active profile's trained runs, by
+    experiment/variant."""
+    from cod.config import flatten
+    from cod.experiments import all_runs
+
+    shapes = {}
+    for run in all_runs(params, planned=False):
+        cfg = run.config
+        key = repr(sorted((k, str(v)) for k, v in flatten(cfg.to_dict()).items() if k.startswith(SHAPE)))
+        shapes.setdefault(key, (f"{run.experiment}/{run.variant}", cfg))
+    return dict(shapes.values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    from cod.experiments import PROFILES, load_params
+
+    parser = argparse.ArgumentParser(prog="python -m cod.memory", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("profile", choices=PROFILES, help="the profile of params.yaml to size")
+    args = parser.parse_args(argv)
+    params = {**load_params(), "profile": args.profile}
+    print(f"{'run':<32} {'params':>7} {'batch':>6} {'micro':>6} {'recompute':>9} {'peak GB':>8}  fits 80 GB")
+    ok = True
+    for label, cfg in distinct_shapes(params).items():
+        peak = training_peak(cfg)
+        ok &= fits(peak)
+        print(f"{label:<32} {_params(cfg) / 1e9:>6.2f}B {cfg.data.batch_size:>6} "
+              f"{cfg.train.micro_batch or cfg.data.batch_size:>6} {str(cfg.train.recompute):>9} "
+              f"{peak / 1e9:>8.1f}  {'yes' if fits(peak) else 'NO'}", flush=True)
+    return 0 if ok else 1
+
+
+def _params(cfg: RunConfig) -> int:
+    with FakeTensorMode():
+        return _model(cfg).num_params()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
