@@ -142,7 +142,10 @@ class Dist:
         return [(i, True) if i < n else (0, False) for i in items]
 
     def close(self) -> None:
+        """Leave the process group together: a process that tears it down while another still
+        writes its files can leave that one hanging."""
         if self.world_size > 1:
+            dist.barrier()
             dist.destroy_process_group()
 
 
