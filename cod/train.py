@@ -359,7 +359,7 @@ class Trainer:
             with self._gradient_sync(i == len(pieces) - 1):
                 with self._autocast():
                     part = self.net(xm, ym, logits=False, order=self.order).loss
-                (part if len(pieces) == 1 else part * share).backward()
+                (part * share).backward()  # share is exactly 1.0 for a whole batch
             loss += part.item() * share
         clip = self.cfg.optim.grad_clip or float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
