@@ -122,6 +122,21 @@ class HFDecoder(_Adapter):
         return block(x, attention_mask=ctx["mask"][kind], position_embeddings=ctx["rope"][kind],
                      position_ids=ctx["positions"])
 
+    def attention_pattern(self, layer: int, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, T, T) attention probabilities of block `layer` on its input x (B, T, D), from the
+        model's own attention module run with eager attention (the fused kernels return none);
+        sliding-window layers give zero beyond their window."""
+        block, config = self.blocks[layer], self.config
+        implementation = config._attn_implementation
+        config._attn_implementation = "eager"  # masks and attention both read it
+        try:
+            ctx, kind = self._context(x), self.layer_types[layer]
+            _, pattern = block.self_attn(block.input_layernorm(x), attention_mask=ctx["mask"][kind],
+                                         position_embeddings=ctx["rope"][kind], position_ids=ctx["positions"])
+        finally:
+            config._attn_implementation = implementation
+        return pattern
+
     def head(self, x, targets=None, logits=True):  # the logits are always formed
         logits = self.hf.lm_head(self.base.norm(x))
         cap = getattr(self.config, "final_logit_softcapping", None)

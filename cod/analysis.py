@@ -2,6 +2,7 @@
 
     python -m cod.analysis b_depth               # what DVC's analyse@b_depth stage runs
     python -m cod.analysis b_depth --device cpu  # the models on the CPU (default: cuda when available)
+    python -m cod.analysis open_weights gemma3-270m   # an open-weight decoder (analyse_open@gemma3-270m)
 
 `params.yaml` declares each analysis under `analyses:` (the experiment whose runs it measures
 and the metrics' settings). For every run of that experiment it writes, to
@@ -12,6 +13,10 @@ analyses/<profile>/<analysis>/<variant>_s<seed>/ (and the settings used to setti
     zero_shot.json   accuracy per task in lm-evaluation-harness conventions (with chance and n)
 
 With `layers: false` only zero_shot.json is written (the fine-tuned models of Table 2).
+
+The open-weight decoders of `cod.eval.pretrained` are measured alike (`open_weights:` in
+params.yaml) on held-out BBC news text, into analyses/<profile>/open_weights/<model>/layers.json,
+without the Jacobian matrices (tens of MB at their widths; their distances from I are kept).
 
 `load_layers` rebuilds the `LayerAnalysis` of a run, so a notebook uses the same objects
 whether it computed them or read them.
@@ -113,6 +118,87 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
               f"{time.perf_counter() - start:.1f}s of zero-shot", flush=True)
 
 
+OPEN_SETTINGS = ("models", "seq_len", "eval_tokens", "permutation_tokens", "permutation_pairs", "fit_tokens",
+                 "jacobian_tokens", "jacobian_context", "attention_thresholds", "tau", "threads")
+
+
+def open_weight_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """`open_weights:` of params.yaml under the active profile, checked."""
+    spec = dict(params.get("open_weights") or {})
+    spec.update(spec.pop("profiles", {}).get(params["profile"], {}))
+    unknown, missing = set(spec) - set(OPEN_SETTINGS), set(OPEN_SETTINGS) - set(spec)
+    if unknown or missing:
+        raise ConfigError(f"open_weights: unknown {sorted(unknown)}, missing {sorted(missing)}; "
+                          f"allowed: {', '.join(OPEN_SETTINGS)}")
+    if spec["permutation_tokens"] > spec["eval_tokens"]:
+        raise ConfigError(f"open_weights.permutation_tokens={spec['permutation_tokens']} must not exceed "
+                          f"open_weights.eval_tokens={spec['eval_tokens']} (it scores the first of those windows)")
+    return spec
+
+
+def leading_bos(tokenizer) -> int | None:
+    """The token a model's own tokenizer puts before every text (Gemma's <bos>), or None."""
+    bos = getattr(tokenizer, "bos_token_id", None)
+    return bos if bos is not None and tokenizer("a")["input_ids"][:1] == [bos] else None
+
+
+def open_weight_windows(tokenizer, seq_len: int, counts: typing.Sequence[int]) -> list[torch.Tensor]:
+    """Windows of seq_len + 1 tokens (inputs and their next tokens) of BBC news (`data/raw/bbc.jsonl`,
+    which no model here trained on), each article preceded by the tokenizer's document separator,
+    split into groups of counts[k] windows: disjoint tokens for each purpose. Consecutive windows
+    overlap by one token; for a model whose tokenizer starts every text with a BOS token (Gemma,
+    which degrades without it), each window is that token followed by the next seq_len tokens, so
+    every token is a target once."""
+    from cod.data.corpus import read_source
+    from cod.eval.lm import TextEncoder
+
+    bos = leading_bos(tokenizer)
+    needed = sum(counts) * seq_len + (1 if bos is None else 0)
+    encoder, ids = TextEncoder(tokenizer), []
+    for record in read_source(ROOT / "data" / "raw", "bbc"):
+        ids += encoder.document(record["text"])
+        if len(ids) > needed:
+            break
+    if bos is not None:
+        ids = ids[1:]  # the first document's separator is the BOS every window starts with
+    if len(ids) < needed:
+        raise ValueError(f"BBC news holds {len(ids)} tokens, fewer than the {needed} asked for")
+    stream = torch.tensor(ids[:needed])
+    if bos is None:
+        windows = stream.unfold(0, seq_len + 1, seq_len)  # (sum(counts), seq_len + 1)
+    else:
+        body = stream.view(-1, seq_len)
+        windows = torch.cat([torch.full((len(body), 1), bos), body], dim=1)
+    return list(windows.split(list(counts)))
+
+
+def analyse_open(name: str, params: dict[str, Any], device: str = "cpu") -> None:
+    """Paper B's layer scores of open-weight decoder `name` (one of open_weights.models)."""
+    from cod.eval.pretrained import load_layered
+
+    spec = open_weight_settings(params)
+    if name not in spec["models"]:
+        raise ConfigError(f"model={name!r} is not in open_weights.models; allowed: {', '.join(spec['models'])}")
+    seq = spec["seq_len"]
+    torch.set_num_threads(spec["threads"])
+    model, tokenizer = load_layered(name)
+    model = model.to(device)
+    counts = [max(1, spec[key] // seq) for key in ("eval_tokens", "fit_tokens")]
+    scored, fit = open_weight_windows(tokenizer, seq, counts)
+    context = min(spec["jacobian_context"], seq)
+    jac = fit[-spec["jacobian_tokens"]:, :context]  # the starts of the last fit windows
+    with torch.no_grad():
+        layers = analyse_layers(model, scored[:, :-1], scored[:, 1:], fit[:, :-1], jac, tau=spec["tau"],
+                                attention_thresholds=spec["attention_thresholds"],
+                                permutation_sequences=max(1, spec["permutation_tokens"] // seq),
+                                permutation_pairs=spec["permutation_pairs"])
+    folder = ROOT / "analyses" / params["profile"] / "open_weights" / name
+    save_layers(layers, folder, matrices=False)
+    (folder / "settings.json").write_text(json.dumps({**spec, "model": name, "device": device}, indent=1) + "\n")
+    print(f"[analyse open_weights] {name} on {device}: {len(model.blocks)} layers, "
+          + ", ".join(f"{k} {v:.0f}s" for k, v in layers.seconds.items()), flush=True)
+
+
 # ----------------------------------------------------------------------------- storage
 
 
@@ -130,13 +216,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def save_layers(layers: LayerAnalysis, folder: Path) -> None:
-    """layers.json (everything but the Jacobian matrices) and jacobians.npz."""
+def save_layers(layers: LayerAnalysis, folder: Path, matrices: bool = True) -> None:
+    """layers.json (everything but the Jacobian matrices) and, with `matrices`, jacobians.npz."""
     folder.mkdir(parents=True, exist_ok=True)
     record = _plain(layers)
     record["jacobians"].pop("mean")
     (folder / "layers.json").write_text(json.dumps(record) + "\n")
-    np.savez_compressed(folder / "jacobians.npz", mean=layers.jacobians.mean.astype(np.float16))
+    if matrices:
+        np.savez_compressed(folder / "jacobians.npz", mean=layers.jacobians.mean.astype(np.float16))
 
 
 def _rebuild(kind: Any, value: Any) -> Any:
@@ -155,10 +242,11 @@ def _rebuild(kind: Any, value: Any) -> Any:
 
 
 def load_layers(folder: str | Path) -> LayerAnalysis:
-    """The `LayerAnalysis` written by `save_layers`, Jacobian matrices included."""
+    """The `LayerAnalysis` written by `save_layers`, Jacobian matrices included when saved (else None)."""
     folder = Path(folder)
     record = json.loads((folder / "layers.json").read_text())
-    record["jacobians"]["mean"] = np.load(folder / "jacobians.npz")["mean"].astype(np.float32)
+    matrices = folder / "jacobians.npz"
+    record["jacobians"]["mean"] = np.load(matrices)["mean"].astype(np.float32) if matrices.exists() else None
     return _rebuild(LayerAnalysis, record)
 
 
@@ -213,14 +301,21 @@ def zero_shot_table(folder: str | Path):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("analysis", help="analysis name from params.yaml (analyses:)")
+    parser.add_argument("analysis", help="analysis name from params.yaml (analyses:), or open_weights")
+    parser.add_argument("model", nargs="?", help="with open_weights: the decoder (one of open_weights.models)")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     parser.add_argument("--device", choices=DEVICES, help="where the models run (default: cuda when available)")
     args = parser.parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is visible here; allowed here: cpu")
-    analyse(args.analysis, load_params(args.params), device)
+    params = load_params(args.params)
+    if args.analysis == "open_weights":
+        if args.model is None:
+            parser.error(f"open_weights needs a model; allowed: {', '.join(open_weight_settings(params)['models'])}")
+        analyse_open(args.model, params, device)
+    else:
+        analyse(args.analysis, params, device)
     return 0
 
 

@@ -68,9 +68,10 @@ class BranchGain(StrEnum):
 
 
 class FFN(StrEnum):
-    """Feed-forward block. A mixture-of-experts member goes here (paper B section 4.2.2)."""
+    """Feed-forward block (paper B section 4.2.2 for the mixture of experts)."""
 
-    SWIGLU = "swiglu"
+    SWIGLU = "swiglu"  # one dense SwiGLU
+    MOE = "moe"  # moe_experts SwiGLU experts, moe_top_k of them per token, optionally a shared one (model.MoE)
 
 
 class DataSource(StrEnum):
@@ -177,6 +178,13 @@ class ModelConfig(_Section):
     branch_gain: BranchGain = BranchGain.NONE  # learnable gain on branch outputs
     layerscale_init: float = 1e-4  # initial LayerScale value
     ffn: FFN = FFN.SWIGLU  # feed-forward block
+    moe_experts: int = 8  # ffn=moe: routed experts per block
+    moe_top_k: int = 2  # ffn=moe: experts each token is sent to, 1..moe_experts
+    moe_shared_expert: bool = False  # ffn=moe: add one always-on expert to every token's output
+    moe_d_ff: int | None = None  # ffn=moe: hidden width of each expert (shared one too); None = the dense ffn_width
+    moe_renormalize: bool = False  # ffn=moe: rescale the top-k gates to sum to 1 (false: softmax over all, as OLMoE)
+    moe_balance_coef: float = 0.01  # ffn=moe: weight of the load-balancing loss (paper B C.5, from OLMoE)
+    moe_z_coef: float = 0.001  # ffn=moe: weight of the router z-loss (paper B C.5, from OLMoE)
     tie_embeddings: bool = False  # share the input embedding with the output layer (paper B's models)
     qkv_bias: bool = False  # learnable biases on the query, key and value projections (Qwen2)
     rope_scaling: RopeScaling = RopeScaling.NONE  # rescaling of the rotary frequencies
@@ -194,6 +202,11 @@ class ModelConfig(_Section):
         if self.d_ff is not None:
             return self.d_ff
         return 8 * ((8 * self.d_model // 3 + 7) // 8)
+
+    @property
+    def expert_width(self) -> int:
+        """Hidden width of each MoE expert."""
+        return self.ffn_width if self.moe_d_ff is None else self.moe_d_ff
 
     @property
     def head_dim(self) -> int:
@@ -223,6 +236,8 @@ class ModelConfig(_Section):
                 f"model.norm_groups={self.norm_groups} must divide model.d_model={self.d_model}; "
                 f"allowed: {[g for g in range(1, self.d_model + 1) if self.d_model % g == 0]}"
             )
+        if self.ffn == FFN.MOE:
+            self._validate_moe()
         if not 0.0 <= self.mix_ln_fraction <= 1.0:
             raise ConfigError(f"model.mix_ln_fraction={self.mix_ln_fraction} must lie in [0, 1]")
         if self.rope_scaling == RopeScaling.LLAMA3:
@@ -233,6 +248,17 @@ class ModelConfig(_Section):
                     f"model.rope_high_freq_factor={self.rope_high_freq_factor} must exceed "
                     f"model.rope_low_freq_factor={self.rope_low_freq_factor}"
                 )
+
+    def _validate_moe(self) -> None:
+        _positive("model.moe_experts", self.moe_experts)
+        if not 1 <= self.moe_top_k <= self.moe_experts:
+            raise ConfigError(f"model.moe_top_k={self.moe_top_k} is not allowed with model.moe_experts="
+                              f"{self.moe_experts}; allowed: 1..{self.moe_experts}")
+        if self.moe_d_ff is not None:
+            _positive("model.moe_d_ff", self.moe_d_ff)
+        for name in ("moe_balance_coef", "moe_z_coef"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"model.{name}={getattr(self, name)} must be >= 0")
 
 
 @dataclass

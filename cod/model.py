@@ -1,11 +1,12 @@
 """A LLaMA-style decoder whose norm placement, per-layer states and layer order are open.
 
-RMSNorm, SwiGLU, rotary position embeddings (optionally with Llama 3.1's scaling), causal
-scaled-dot-product attention with any number of key/value heads (MHA, GQA, MQA), untied
-embeddings by default, no biases except optional q/k/v ones (Qwen2). Parameter names follow
-Hugging Face's LLaMA (q_proj ... down_proj) so weights map one to one. `model.causal=false`
-and `model.rope=false` give the bidirectional, position-free blocks of a ViT (`cod.vision`,
-which replaces the layers before and after the blocks).
+RMSNorm, SwiGLU (or a mixture of SwiGLU experts, `MoE`), rotary position embeddings
+(optionally with Llama 3.1's scaling), causal scaled-dot-product attention with any number
+of key/value heads (MHA, GQA, MQA), untied embeddings by default, no biases except optional
+q/k/v ones (Qwen2). Parameter names follow Hugging Face's LLaMA (q_proj ... down_proj) so
+weights map one to one. `model.causal=false` and `model.rope=false` give the bidirectional,
+position-free blocks of a ViT (`cod.vision`, which replaces the layers before and after the
+blocks).
 
 Named states. `model(idx, keep=["resid_post", "mlp_out"])` returns, in `out.states`:
     resid_pre.{i}   residual stream entering step i (resid_pre.0 = token embeddings)
@@ -15,6 +16,10 @@ Named states. `model(idx, keep=["resid_post", "mlp_out"])` returns, in `out.stat
     resid_post.{i}  residual stream leaving step i (the last one before the final norm)
     final_norm      output of the final norm (input to the unembedding)
 where i counts executed steps; with the default order step i runs block i (0-based).
+
+Mixture of experts. With `model.ffn=moe` every block's FFN is an `MoE`; the forward's
+`out.aux_loss` holds its weighted load-balancing and z-losses, which the trainer adds to
+`out.loss` (which stays the plain cross-entropy), and `out.routing` the expert loads.
 
 Layer order. `model(idx, order=[0, 1, 1, 3])` runs block 1 twice and skips block 2;
 an entry may also be any module mapping (B, T, D) -> (B, T, D), which replaces a block
@@ -34,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from cod.attention import softmax_attention
-from cod.config import BranchGain, ConfigError, Init, LNSPosition, ModelConfig, Norm, RopeScaling
+from cod.config import FFN, BranchGain, ConfigError, Init, LNSPosition, ModelConfig, Norm, RopeScaling
 from cod.loss import linear_cross_entropy
 
 SMALL_HEAD = 8  # largest head size that `cod.attention` serves on CPUs (measured in cod.benchmark's notes)
@@ -46,6 +51,8 @@ class ModelOutput:
     logits: torch.Tensor | None  # (B, T, V); a ViT's: (B, n_classes); None when not asked for
     loss: torch.Tensor | None = None  # mean next-token (a ViT's: class) cross-entropy when targets are given
     states: dict[str, torch.Tensor] = field(default_factory=dict)  # name -> (B, T, D)
+    aux_loss: torch.Tensor | None = None  # MoE: weighted load-balancing + z-loss, for training to add to `loss`
+    routing: dict[str, torch.Tensor] = field(default_factory=dict)  # MoE: `Routing.summary` of the forward's layers
 
 
 class RMSNorm(nn.Module):
@@ -161,15 +168,106 @@ class Attention(nn.Module):
 
 
 class SwiGLU(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, width: int | None = None):
         super().__init__()
-        self.gate_proj = nn.Linear(cfg.d_model, cfg.ffn_width, bias=False)
-        self.up_proj = nn.Linear(cfg.d_model, cfg.ffn_width, bias=False)
-        self.down_proj = nn.Linear(cfg.ffn_width, cfg.d_model, bias=False)
+        width = cfg.ffn_width if width is None else width  # hidden width
+        self.gate_proj = nn.Linear(cfg.d_model, width, bias=False)
+        self.up_proj = nn.Linear(cfg.d_model, width, bias=False)
+        self.down_proj = nn.Linear(width, cfg.d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = F.linear(x, torch.cat([self.gate_proj.weight, self.up_proj.weight])).chunk(2, dim=-1)
         return self.down_proj(F.silu(gate) * up)  # one product for gate and up
+
+
+@dataclass
+class Routing:
+    """What one run of an `MoE` layer reports: its auxiliary losses and its expert load."""
+
+    balance_loss: torch.Tensor  # () Switch load-balancing loss n * sum_i f_i P_i (1 when perfectly balanced)
+    z_loss: torch.Tensor  # () router z-loss mean_t logsumexp(logits_t)^2
+    counts: torch.Tensor  # (n,) token-assignments given to each expert (N k in all; detached)
+
+    @property
+    def load(self) -> torch.Tensor:
+        """(n,) f_i: expert i's share of the token-assignments."""
+        return self.counts / self.counts.sum()
+
+    @staticmethod
+    def summary(runs: Sequence["Routing"]) -> dict[str, torch.Tensor]:
+        """Means of the losses over layer runs (as MegaBlocks' dropless MoE, whose loss averages over
+        layers, so the weight of the auxiliary terms does not grow with depth), and per layer run
+        (runs, n) the loads f and the assignment counts."""
+        return {"balance_loss": torch.stack([r.balance_loss for r in runs]).mean(),
+                "z_loss": torch.stack([r.z_loss for r in runs]).mean(),
+                "load": torch.stack([r.load for r in runs]), "counts": torch.stack([r.counts for r in runs])}
+
+
+def router_losses(logits: torch.Tensor, probs: torch.Tensor, counts: torch.Tensor) -> Routing:
+    """Auxiliary losses of one routing. logits and probs (N, n) over all n experts, counts (n,)
+    token-assignments per expert (N k in all). Load balancing (Fedus et al. 2022, per expert
+    i: f_i = counts_i / (N k), P_i = mean_t probs_{t,i}): n * sum_i f_i P_i, whose gradient
+    flows through P; z-loss (Zoph et al. 2022): mean_t logsumexp(logits_t)^2."""
+    counts = counts.detach()
+    balance = probs.shape[-1] * (counts / counts.sum() * probs.mean(0)).sum()
+    z = torch.logsumexp(logits, dim=-1).pow(2).mean()
+    return Routing(balance, z, counts)
+
+
+class MoE(nn.Module):
+    """Mixture of SwiGLU experts (paper B section 3.2.2 eq. 18 and 4.2.2).
+
+    Each token x gets router logits s = W_r x over the n experts and probabilities
+    p = softmax(s) over *all* n; the k largest are its experts E and their probabilities its
+    gates, so y = sum_{i in E} p_i f_i(x) (+ f_shared(x) with a shared expert, always on, as
+    DeepSeekMoE). The gates are not renormalised and sum to at most 1: the practice of OLMoE
+    (norm_topk_prob false), whose setup and OLMo-core implementation paper B adopts
+    (appendix C.5). With `moe_renormalize` they are divided by their sum, so they sum to 1 (the
+    uniform-gating average of paper B's Theorem 6 is that case with equal probabilities).
+
+    Dispatch is exact and dropless (no capacity): every token reaches its k experts; each
+    expert gathers its tokens (index_select), runs on them, and adds its gated outputs back
+    (index_add). Every expert runs, with no tokens if none chose it, so all its weights get
+    (zero) gradients, as DDP expects. Each call computes its `Routing`; it is appended to
+    `records` when that is a list (set by `Transformer.forward` for the duration of a forward).
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.top_k, self.renormalize = cfg.moe_top_k, cfg.moe_renormalize
+        self.router = nn.Linear(cfg.d_model, cfg.moe_experts, bias=False)
+        self.experts = nn.ModuleList(SwiGLU(cfg, cfg.expert_width) for _ in range(cfg.moe_experts))
+        self.shared_expert = SwiGLU(cfg, cfg.expert_width) if cfg.moe_shared_expert else None
+        self.records: list[Routing] | None = None
+
+    def route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x (N, D) -> router logits and probabilities (N, n) in fp32 at least, gates (N, k) and
+        the chosen experts (N, k), in decreasing order of probability."""
+        logits = self.router(x)
+        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+        probs = logits.softmax(dim=-1)
+        gates, chosen = probs.topk(self.top_k, dim=-1)
+        if self.renormalize:
+            gates = gates / gates.sum(dim=-1, keepdim=True)
+        return logits, probs, gates, chosen
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        flat = x.reshape(-1, x.shape[-1])  # (N, D)
+        logits, probs, gates, chosen = self.route(flat)
+        out = torch.zeros(flat.shape, dtype=torch.promote_types(flat.dtype, gates.dtype), device=flat.device)
+        counts = []
+        for i, expert in enumerate(self.experts):
+            token, slot = (chosen == i).nonzero(as_tuple=True)  # (n_i,) tokens that chose expert i, at rank slot
+            y = expert(flat.index_select(0, token)) * gates[token, slot].unsqueeze(-1)  # (n_i, D)
+            out.index_add_(0, token, y.to(out.dtype))
+            counts.append(token.numel())
+        if self.shared_expert is not None:
+            out = out + self.shared_expert(flat)
+        # computed on every call, so that activation checkpointing recomputes the same graph
+        routing = router_losses(logits, probs, torch.tensor(counts, dtype=probs.dtype, device=probs.device))
+        if self.records is not None:
+            self.records.append(routing)
+        return out.view(x.shape)
 
 
 class LayerScale(nn.Module):
@@ -255,7 +353,7 @@ class Block(nn.Module):
         self.layer = layer  # 1-based depth index l
         norm = block_norm(cfg, layer)
         self.attn = Sublayer(Attention(cfg), cfg, layer, "attn", norm)
-        self.mlp = Sublayer(SwiGLU(cfg), cfg, layer, "mlp", norm)
+        self.mlp = Sublayer(MoE(cfg) if cfg.ffn == FFN.MOE else SwiGLU(cfg), cfg, layer, "mlp", norm)
 
     def forward(self, x: torch.Tensor, rope) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         mid, attn_out = self.attn(x, rope=rope)
@@ -417,11 +515,23 @@ class Transformer(nn.Module):
         the loss is wanted (training), which saves their memory and time."""
         keep = _check_keep(keep)
         states: dict[str, torch.Tensor] = {}
-        x = self.run_blocks(self.embed(idx), order=order, keep=keep, states=states)
+        moes = [m for m in self.modules() if isinstance(m, MoE)] if self.cfg.ffn == FFN.MOE else []
+        records: list[Routing] = []  # every MoE run of this forward, in order
+        for moe in moes:
+            moe.records = records
+        try:
+            x = self.run_blocks(self.embed(idx), order=order, keep=keep, states=states)
+        finally:
+            for moe in moes:
+                moe.records = None
         if "final_norm" in keep:
             states["final_norm"] = self.final_norm(x)
         out, loss = self.head(x, targets, logits)
-        return ModelOutput(logits=out, loss=loss, states=states)
+        if not records:
+            return ModelOutput(logits=out, loss=loss, states=states)
+        routing = Routing.summary(records)
+        aux_loss = self.cfg.moe_balance_coef * routing["balance_loss"] + self.cfg.moe_z_coef * routing["z_loss"]
+        return ModelOutput(logits=out, loss=loss, states=states, aux_loss=aux_loss, routing=routing)
 
     def num_params(self, embeddings: bool = True) -> int:
         total = sum(p.numel() for p in self.parameters())

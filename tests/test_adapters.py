@@ -1,5 +1,6 @@
 """Adapters: Hugging Face models behind the layer protocol of cod.model.Transformer."""
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -8,6 +9,7 @@ from transformers import (BertConfig, BertModel, Gemma3ForCausalLM, Gemma3TextCo
 
 from cod.adapters import HFDecoder, HFEncoder, as_layer_model
 from cod.config import ModelConfig
+from cod.metrics.attention import attention_pattern, attention_stats
 from cod.interop import to_hf_llama
 from cod.metrics.stream import residual_stream
 from cod.model import Transformer
@@ -124,3 +126,39 @@ def test_every_score_is_the_same_on_our_model_and_on_hf_llama(idx):
     for ours, theirs in zip(*scores):
         np.testing.assert_allclose(np.asarray(theirs, dtype=float), np.asarray(ours, dtype=float),
                                    rtol=1e-4, atol=1e-6)
+
+
+def test_attention_pattern_of_an_adapter_equals_ours(idx):
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=97, d_model=32, n_layers=3, n_heads=4, n_kv_heads=2,
+                                    max_seq_len=64)).eval()
+    for p in model.parameters():
+        p.data.add_(0.05 * torch.randn_like(p))
+    adapter = HFDecoder(to_hf_llama(model))
+    stream = residual_stream(model, idx)
+    for layer in range(3):
+        with torch.no_grad():
+            theirs = attention_pattern(adapter, layer, stream.h[layer])
+            ours = attention_pattern(model, layer, stream.h[layer])
+        torch.testing.assert_close(theirs, ours, atol=1e-6, rtol=1e-5)
+    assert adapter.config._attn_implementation != "eager"  # left as it was
+    stats = attention_stats(adapter, stream, [1e-2])
+    np.testing.assert_allclose(stats.entropy, attention_stats(model, stream, [1e-2]).entropy, rtol=1e-5)
+
+
+def test_attention_pattern_of_a_sliding_window_layer(idx):
+    torch.manual_seed(0)
+    types = ["sliding_attention", "full_attention"]
+    hf = Gemma3ForCausalLM(Gemma3TextConfig(**{**SMALL, "num_hidden_layers": 2}, num_key_value_heads=2, head_dim=8,
+                                            sliding_window=4, layer_types=types)).eval()
+    adapter = as_layer_model(hf)
+    x = adapter.embed(idx)
+    with torch.no_grad():
+        sliding, full = attention_pattern(adapter, 0, x), attention_pattern(adapter, 1, x)
+    T = idx.shape[1]
+    distance = torch.arange(T)[:, None] - torch.arange(T)[None, :]  # query minus key position
+    for pattern, window in ((sliding, 4), (full, T)):
+        assert pattern.shape == (2, 4, T, T)
+        torch.testing.assert_close(pattern.sum(-1), torch.ones(2, 4, T))
+        allowed = (distance >= 0) & (distance < window)
+        assert pattern[..., ~allowed].abs().max() == 0 and pattern[..., allowed].min() > 0

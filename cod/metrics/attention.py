@@ -12,8 +12,8 @@ zero by construction and is not counted as sparsity; the paper does not say, and
 it would add about one half at any eps). Sequences of the batch are pooled: the fractions
 and means run over every sequence's entries and queries.
 
-The patterns come from models that expose them: `cod.model.Transformer`'s
-`block.attn.branch.pattern(block.attn.normed_input(x), model.rotary(T))`, (B, H, T, T).
+The patterns (B, H, T, T) come from `attention_pattern`: our Transformer's attention branch, or
+a Hugging Face decoder's own attention through `cod.adapters.HFDecoder.attention_pattern`.
 """
 
 from __future__ import annotations
@@ -65,14 +65,22 @@ class AttentionStats:
         return float(self.entropy.mean())
 
 
+def attention_pattern(model, layer: int, x: torch.Tensor) -> torch.Tensor:
+    """(B, H, T, T) probabilities of block `layer` on its input x: a model's own
+    `attention_pattern(layer, x)` when it has one (`cod.adapters.HFDecoder`), else our Transformer's."""
+    if hasattr(model, "attention_pattern"):
+        return model.attention_pattern(layer, x)
+    attn = model.blocks[layer].attn
+    return attn.branch.pattern(attn.normed_input(x), model.rotary(x.shape[1]))
+
+
 @torch.no_grad()
 def attention_stats(model, stream: Stream, thresholds: Sequence[float]) -> AttentionStats:
-    """Sparsity and entropy of every layer and head on the stream's tokens (our Transformer); the
-    evaluation length is the stream's sequence length."""
-    rope = model.rotary(stream.h[0].shape[1])
+    """Sparsity and entropy of every layer and head on the stream's tokens (our Transformer or a
+    Hugging Face decoder behind `cod.adapters`); the evaluation length is the stream's sequence length."""
     sparsity, entropy = [], []
-    for l, block in enumerate(model.blocks):
-        pattern = block.attn.branch.pattern(block.attn.normed_input(stream.h[l]), rope)
+    for l in range(len(model.blocks)):
+        pattern = attention_pattern(model, l, stream.h[l])
         sparsity.append(attention_sparsity(pattern, thresholds))
         entropy.append(attention_entropy(pattern))
     return AttentionStats(list(thresholds), np.stack(sparsity), np.stack(entropy))

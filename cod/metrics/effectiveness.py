@@ -23,7 +23,7 @@ from cod.metrics.jacobian import BlockJacobians, block_jacobians
 from cod.metrics.kurtosis import LayerKurtosis, layer_kurtosis
 from cod.metrics.permutation import PermutationScores, permutation_scores
 from cod.metrics.pruning import LayerRemoval, TaskScore, layer_removal
-from cod.metrics.stream import LayeredModel, device_of, residual_stream
+from cod.metrics.stream import LayeredModel, device_of, first_sequences, residual_stream
 from cod.metrics.usefulness import Usefulness, usefulness_scores
 from cod.metrics.variance import token_variance
 from cod.metrics.weights import weight_sparsity
@@ -56,9 +56,13 @@ def held_out_tokens(path: str | Path, seq_len: int, eval_tokens: int, fit_tokens
 def analyse_layers(model: LayeredModel, idx: torch.Tensor, targets: torch.Tensor, fit_idx: torch.Tensor,
                    jacobian_idx: torch.Tensor, tau: float = 0.1, weight_thresholds: Sequence[float] = (1e-1, 1e-2, 1e-4),
                    attention_thresholds: Sequence[float] | None = None, task: TaskScore | None = None,
-                   seed: int = 0) -> LayerAnalysis:
+                   seed: int = 0, permutation_sequences: int | None = None,
+                   permutation_pairs: int | None = None) -> LayerAnalysis:
     """All metrics on tokens idx/targets (B, T); usefulness fits on fit_idx; Jacobians at one
-    random position of each sequence of jacobian_idx. The tokens are moved to the model's device."""
+    random position of each sequence of jacobian_idx. The permutation score, whose L(L - 1) / 2
+    swaps cost the most, can be cheapened: on the first `permutation_sequences` sequences of idx
+    (None: all), over `permutation_pairs` pairs drawn at random (None: all pairs).
+    The tokens are moved to the model's device."""
     device = device_of(model)
     idx, targets, fit_idx, jacobian_idx = (t.to(device) for t in (idx, targets, fit_idx, jacobian_idx))
     seconds: dict[str, float] = {}
@@ -77,7 +81,8 @@ def analyse_layers(model: LayeredModel, idx: torch.Tensor, targets: torch.Tensor
         angular=timed("angular", angular_distances, stream),
         removal=timed("removal", layer_removal, model, stream, task),
         causal=timed("causal", causal_scores, model, stream),
-        permutation=timed("permutation", permutation_scores, model, stream),
+        permutation=timed("permutation", lambda: permutation_scores(
+            model, first_sequences(model, stream, permutation_sequences or len(idx)), permutation_pairs, seed)),
         usefulness=timed("usefulness", usefulness_scores, model, stream, fit, tau),
         jacobians=timed("jacobian", block_jacobians, model, jac_stream, seed),
         kurtosis=timed("kurtosis", layer_kurtosis, stream),

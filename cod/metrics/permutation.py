@@ -7,6 +7,10 @@ with L(.) the mean next-token loss. A swap runs each block with its own weights 
 own depth factors, e.g. LNS's 1/sqrt(l)) at the other's position. Blocks before i are
 unchanged, so each swap resumes from the cached input of block i: L(L - 1) / 2 forwards
 of L - i blocks each instead of L.
+
+For large models the pairs can be sampled (`pairs=n`: n pairs drawn uniformly without
+replacement, seeded); P is then the mean over the sampled pairs, an unbiased estimate of
+eq. 8, and the matrix holds NaN at the pairs not drawn.
 """
 
 from __future__ import annotations
@@ -33,12 +37,16 @@ def swapped(n: int, i: int, j: int) -> list[int]:
 
 
 @torch.no_grad()
-def permutation_scores(model: LayeredModel, stream: Stream) -> PermutationScores:
-    """`stream` needs targets."""
+def permutation_scores(model: LayeredModel, stream: Stream, pairs: int | None = None,
+                       seed: int = 0) -> PermutationScores:
+    """`stream` needs targets. All pairs i < j, or `pairs` of them drawn uniformly (seeded)."""
     n, base = stream.n_layers, stream.loss
+    every = list(zip(*np.triu_indices(n, k=1)))
+    if pairs is not None and pairs < len(every):
+        drawn = np.random.default_rng(seed).choice(len(every), size=pairs, replace=False)
+        every = [every[k] for k in sorted(drawn)]
     matrix = np.full((n, n), np.nan)
-    for i in range(n):
-        for j in range(i + 1, n):
-            matrix[i, j] = abs(loss_after(model, stream, i, swapped(n, i, j)[i:]) - base) / base
-    pairs = matrix[np.triu_indices(n, k=1)]
-    return PermutationScores(matrix, float(pairs.mean()) if pairs.size else float("nan"))
+    for i, j in every:
+        matrix[i, j] = abs(loss_after(model, stream, i, swapped(n, i, j)[i:]) - base) / base
+    scored = matrix[~np.isnan(matrix)]
+    return PermutationScores(matrix, float(scored.mean()) if scored.size else float("nan"))

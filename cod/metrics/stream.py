@@ -97,3 +97,16 @@ def loss_after(model: LayeredModel, stream: Stream, start: int, order: Sequence[
     if len(losses) == 1:
         return losses[0]
     return sum(loss * n for loss, n in zip(losses, counts)) / sum(counts)
+
+
+@torch.no_grad()
+def first_sequences(model: LayeredModel, stream: Stream, n: int) -> Stream:
+    """The stream of its first n sequences, with their own unaltered loss: a cheaper batch for the
+    costliest scores, sharing the cached states."""
+    if n >= len(stream.h[0]):
+        return stream
+    part = Stream(h=[h[:n] for h in stream.h], targets=None if stream.targets is None else stream.targets[:n],
+                  loss=None)
+    if part.targets is not None:
+        part.loss = loss_after(model, part, part.n_layers, [])
+    return part
