@@ -430,7 +430,7 @@ ledger = Claims("A", profile)
 for name, m in loaded.items():
     g = measures[name]
     if m["kind"] == "decoder":
-        arc_text = "" if arc is None else f"; ARC-Easy acc drop (n={arc_limit}) " + ", ".join(
+        arc_text = "" if arc is None or name != decoders[0] else f"; ARC-Easy acc drop (n={arc_limit}) " + ", ".join(
             f"layer {int(r.removed) + 1}: {100 * r.drop_acc:+.0f} pts"
             for r in arc[arc["removed"] != "none"].itertuples())
         ledger.add(f"a1-preln-removal:{name}", "Fig. 2 top / section 2.1",
@@ -487,7 +487,7 @@ for name, m in loaded.items():
     if m["kind"] == "decoder":
         middle = removal_l.loc[4:L - 2]
         arc_text = ""
-        if arc is not None:
+        if arc is not None and name == decoders[0]:
             full = arc[arc["removed"] == "none"].iloc[0]
             kept = arc[arc["removed"] != "none"]
             arc_text = (f" ARC-Easy ({arc_limit} items) falls from {100 * full['acc']:.0f}% to "
@@ -495,7 +495,7 @@ for name, m in loaded.items():
                                     for r in kept.itertuples()) + ".")
         share = top3[name]["share of |x|^2 in top-3 dims"] if name in top3 else None
         text.append(
-            f"**{m['label'].capitalize()} ({name}).** Removing one of the first three blocks costs "
+            f"**{m['label'][0].upper() + m['label'][1:]} ({name}).** Removing one of the first three blocks costs "
             f"{', '.join(f'+{x:.1f}' for x in removal_l.iloc[:3])} nats of next-token loss, while the blocks from 4 "
             f"to {L - 2} cost {middle.median():.2f} nats in the median (range {middle.min():.2f}-{middle.max():.2f}, "
             f"the largest at block {middle.idxmax()}), and the last two +{removal_l.iloc[-2]:.1f} and "
@@ -519,8 +519,8 @@ for name, m in loaded.items():
             f"{half_text(name, 'Jacobian deviation')} (**{verdicts['a1-preln-jacobian:' + name]}**).")
     else:
         text.append(
-            f"**{m['label'].capitalize()} ({name}).** Removing block {removal_l.idxmax()} moves the sentence "
-            f"embedding most (1 - cos = {removal_l.max():.2f}), against "
+            f"**{m['label'][0].upper() + m['label'][1:]} ({name}).** Removing block {removal_l.idxmax()} moves the "
+            f"sentence embedding most (1 - cos = {removal_l.max():.2f}), against "
             f"{removal_l.min():.2f}-{removal_l.drop(removal_l.idxmax()).max():.2f} for the others (block 1: "
             f"{removal_l.iloc[0]:.2f}); {half_text(name, 'removal drop')} "
             f"(**{verdicts['a1-postln-removal:' + name]}**). "
@@ -534,13 +534,20 @@ for name, m in loaded.items():
 display(Markdown("\n\n".join(text)))
 
 # %% [markdown]
-# **Interpretation.** The contrast the paper draws holds in kind: the Post-LN encoder relies
-# most on its last layers, while the Pre-LN decoder has a long run of near-identity, nearly
-# parallel, cheaply removable layers. What does not reproduce in this small, 4-bit,
-# instruction-tuned model is the monotone story (deeper = more redundant): its first and last
-# blocks both matter, and once the first block is set aside its Jacobians do not approach the
-# identity further with depth. The decoder's angular distances are small at every depth partly
-# because a few massive dimensions carry most of each token's norm through the middle blocks.
-# Caveats for the encoder: six layers, not 24; an embedding-level measure, which favours the last
-# block (its output is the embedding itself); no task drop (SQuAD). Whether the monotone decline
-# appears at 7-13B, as in the paper, cannot be checked offline.
+# **Interpretation.** Over five models, the contrast the paper draws holds in kind but not in
+# every model. The Post-LN MiniLM relies most on its last layers (removal cost and adjacent-layer
+# distance both rise with depth); MPNet's last block moves its embedding most, but over halves
+# neither measure changes with depth. Among the decoders, Gemma-3's removal cost and adjacent-
+# layer distance both fall with depth and Qwen2.5-Coder's distance does, the paper's pattern,
+# while SmolLM2 shows neither: its first and last blocks matter and its middle blocks are cheap
+# to remove at any depth. In every decoder the first block is far from the identity and the
+# others much closer, but over halves the deep blocks are not measurably closer than the shallow
+# ones on four tokens per block; Gemma-3's blocks, whose branch outputs are normalised again
+# before they join the stream, stay an order of magnitude farther from the identity than the
+# Pre-LN decoders' blocks. The decoders' small angular distances come with a few massive
+# dimensions that carry a large share of each token's squared norm through the middle blocks.
+# Caveats: 4-bit weights; instruction-tuned SmolLM2 and Qwen2.5 beside a base Gemma-3; encoders
+# of 6 and 12 layers, not 24, measured on their sentence embedding (which favours the last block,
+# whose output it is) rather than on a task; ARC-Easy on one decoder and 50 items. Whether the
+# monotone decline appears at 7-13B, as in the paper, cannot be checked offline. Paper B's
+# scores of the same decoders: `b9_open_weight_scores`.

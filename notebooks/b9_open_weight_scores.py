@@ -273,7 +273,8 @@ def along_layers(f, sign: int) -> Verdict:
 def by_depth_order(column: str) -> Verdict:
     public = table[table["source"] == "public"].sort_values("layers")
     values = public[column].to_numpy()
-    text = "by depth: " + ", ".join(f"{r.model} (L={r.layers}) {getattr(r, column):.3f}" for r in public.itertuples())
+    text = "by depth: " + ", ".join(f"{r.model} (L={int(r.layers)}) {getattr(r, column):.3f}"
+                                    for r in public.itertuples())
     if len(values) < 2:
         return Verdict(INCONCLUSIVE, text + "; fewer than two models", None, None, len(values))
     steps = np.diff(values)

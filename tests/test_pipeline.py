@@ -25,7 +25,7 @@ def _env() -> dict:
 
 
 def _run(command: list[str], cwd: Path) -> str:
-    done = subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=1500)
+    done = subprocess.run(command, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=2400)
     assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     return done.stdout
 
@@ -45,8 +45,9 @@ def smoke_repo(tmp_path_factory) -> Path:
     (repo / ".cache").symlink_to(ROOT / ".cache", target_is_directory=True)
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["profile"] = "smoke"
-    # Qwen2.5-Coder runs the same code as SmolLM2 (our Transformer) at four times the cost
-    params["open_weights"]["models"] = ["smollm2-135m", "gemma3-270m"]
+    # one decoder, the adapted one (Gemma-3): a Jacobian costs width x depth backward passes at any token count,
+    # and the converted decoders run the code of tests/test_open_weights.py
+    params["open_weights"]["models"] = ["gemma3-270m"]
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     _run(["git", "init", "-q"], repo)
     _run([sys.executable, "-m", "cod.data.snapshot"], repo)
