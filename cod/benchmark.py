@@ -56,6 +56,7 @@ import torch
 
 from cod.config import ModelConfig, OptimConfig
 from cod.experiments import load_params
+from cod.flops import flops_per_token
 from cod.model import Transformer
 
 MATMUL_N = 1024  # side of the square matrices the peak is measured on
@@ -74,14 +75,6 @@ def default_shapes() -> dict[str, dict]:
         model = {k.split(".", 1)[1]: v for k, v in settings.items() if k.startswith("model.")}
         shapes[name] = {"model": model, "batch": settings["data.batch_size"], "seq": settings["data.seq_len"]}
     return shapes
-
-
-def flops_per_token(cfg: ModelConfig, seq_len: int) -> float:
-    """Training FLOPs per token: 6 x (matmul parameters) + attention scores and values."""
-    d, L, f, kv = cfg.d_model, cfg.n_layers, cfg.ffn_width, cfg.kv_heads * cfg.head_dim
-    per_block = 2 * d * d + 2 * d * kv + 3 * d * f
-    matmul_params = L * per_block + d * cfg.vocab_size
-    return 6 * matmul_params + 6 * L * seq_len * d  # causal attention: half of 12 L T d
 
 
 def _sync(device: torch.device) -> None:

@@ -21,6 +21,10 @@ of them starts.
 variant and seed starts from the base run of the same name and keeps its model and data
 settings; they train in DVC's finetune@NAME stage, after the base's train@ stage.
 
+A variant marked `equal_flops: true` trains for the steps that give it the training FLOPs of
+the experiment's shared settings (`cod.flops`): paper B's GQA runs, whose fewer KV heads buy
+more tokens.
+
 `planned:` in params.yaml lists the runs that later notebooks will add (variants the code does
 not have yet); `cod.plan` costs them by their shape so that the whole profile's budget is known.
 """
@@ -42,6 +46,7 @@ import torch
 import yaml
 
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig, apply_overrides, run_config
+from cod.flops import flops_per_token
 from cod.train import is_complete
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,14 +174,29 @@ def _sweep_runs(experiment: str, spec: dict[str, Any], params: dict[str, Any], s
         size = changes.pop("size", spec.get("size"))
         seeds = changes.pop("seeds", spec.get("seeds", profile["seeds"]))
         cost_factor = float(changes.pop("cost_factor", 1.0))
+        equal_flops = changes.pop("equal_flops", False)
+        if not isinstance(equal_flops, bool):
+            raise ConfigError(f"{section}.{experiment} ({variant}): equal_flops={equal_flops!r} is not allowed; "
+                              "allowed: true, false")
         if size not in profile.get("sizes", {}):
             raise ConfigError(f"{section}.{experiment} ({variant}): size={size!r} is not a size of profile "
                               f"{name!r}; allowed: {', '.join(profile.get('sizes', {}))}")
         shared = {**profile.get("base", {}), **profile["sizes"][size], **spec.get("overrides", {}),
                   **spec.get("profiles", {}).get(name, {})}
+        if equal_flops:
+            changes["train.steps"] = steps_at_equal_flops(shared, {**shared, **changes})
         for seed in seeds[: profile.get("max_seeds", len(seeds))]:
             runs.append(Run(name, experiment, variant, seed, {**shared, **changes, "seed": seed}, cost_factor, planned))
     return runs
+
+
+def steps_at_equal_flops(reference: dict[str, Any], overrides: dict[str, Any]) -> int:
+    """train.steps that give the run of `overrides` the training FLOPs of the run of `reference`."""
+    def flops_per_step(cfg: RunConfig) -> float:
+        return cfg.data.batch_size * cfg.data.seq_len * flops_per_token(cfg.model, cfg.data.seq_len)
+
+    ref = run_config(reference)
+    return max(1, round(ref.train.steps * flops_per_step(ref) / flops_per_step(run_config(overrides))))
 
 
 def _finetune_runs(experiment: str, spec: dict[str, Any], params: dict[str, Any]) -> list[Run]:

@@ -113,3 +113,75 @@ def loss_curves(ax, history: pd.DataFrame, variants: dict[str, str], smooth: int
         seed_band(ax, table.index, table, color, label=label)
     ax.set_xlabel("training tokens" if x == "tokens" else "training step")
     ax.set_ylabel("training loss")
+
+
+def rung_scores(ax, values: pd.DataFrame, paper: pd.Series | None = None, label: str = "",
+                color: str = "C0") -> None:
+    """A ladder's value per rung (rows of `values`, in order; seeds as columns): mean over seeds
+    with the min..max band at rung positions 0..n-1 named by the rows, and the paper's value of
+    each rung (`paper`, indexed like `values`; missing rungs skipped) on a twin axis of its own."""
+    x = np.arange(len(values))
+    seed_band(ax, x, values, color, f"ours{f' ({label})' if label else ''}", marker="o", markersize=4)
+    ax.set_xticks(x, list(values.index))
+    ax.set_ylabel(label, color=color)
+    if paper is not None:
+        known = paper.reindex(values.index)
+        shown = known.notna().to_numpy()
+        paper_axis(ax, x[shown], known[shown], f"{label}, paper B")
+
+
+def rung_matrices(analyses: dict[str, list], tau: float):
+    """Paper B Figs. 20-29 for a ladder: per rung (a column; {label: its runs' LayerAnalysis}),
+    the causal matrix c(s, l) and the permutation matrix P(i, j) averaged over seeds, each row
+    on one colour scale, and each layer's relative loss rise under its affine replacement
+    (mean over seeds, min..max band; dashed: tau). Returns the figure."""
+    labels = list(analyses)
+    fig, axes = plt.subplots(3, len(labels), figsize=(3.4 * len(labels) + 1, 9.5), squeeze=False)
+    for row, name in enumerate(["causal", "permutation"]):
+        means = [np.nanmean([getattr(a, name).matrix for a in analyses[label]], axis=0) for label in labels]
+        heatmaps(fig, axes[row], means, f"{name} score", cmap="viridis")
+        for col, label in enumerate(labels):
+            n = len(means[col])
+            axes[row, col].images[0].set_extent((0.5, n + 0.5, n + 0.5, 0.5))
+            axes[row, col].set_title(f"{name}, {label}")
+            axes[row, col].set_xlabel("later block l" if name == "causal" else "block j")
+        axes[row, 0].set_ylabel("skipped block s" if name == "causal" else "block i")
+    for col, label in enumerate(labels):
+        rises = pd.DataFrame({i: a.usefulness.relative_increase for i, a in enumerate(analyses[label])})
+        seed_band(axes[2, col], rises.index + 1, rises, "C0", marker="o", markersize=3)
+        axes[2, col].axhline(tau, color="C3", linestyle="--")
+        axes[2, col].set_yscale("symlog", linthresh=1e-3)
+        axes[2, col].set_xlabel("layer")
+        axes[2, col].xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+    axes[2, 0].set_ylabel("relative loss rise, affine block")
+    return fig
+
+
+def usefulness_curves(ax, curve: pd.DataFrame, tau: float, matched: float | None = None) -> None:
+    """Useful share E / L against tau (rows of `curve`) for each column, with the paper's tau
+    (dotted) and a matched tau (dash-dotted) marked."""
+    for color, column in zip(plt.cm.viridis(np.linspace(0, 0.9, curve.shape[1])), curve.columns):
+        ax.plot(curve.index, curve[column], "o-", color=color, markersize=3, label=column)
+    ax.axvline(tau, color="k", linestyle=":", linewidth=1, label=f"paper's tau = {tau:g}")
+    if matched is not None:
+        ax.axvline(matched, color="C3", linestyle="-.", linewidth=1, label=f"matched tau = {matched:.2g}")
+    ax.set(xscale="log", xlabel="tau", ylabel="useful share E / L", ylim=(-0.03, 1.03))
+
+
+def ladder_variance(ladder, title: str):
+    """Two panels of a ladder (`cod.ladder.Ladder`): the last layer's output variance during
+    training and every layer's at the end, mean over seeds with min..max bands, on log axes."""
+    colors = dict(zip(ladder.labels, plt.cm.viridis(np.linspace(0, 0.9, len(ladder.labels)))))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    for label, curve in ladder.last_variance_during_training().items():
+        seed_band(axes[0], curve.index, curve, colors[label], label)
+        logged = ladder.stats[ladder.stats["rung"] == label]
+        depth_profile(axes[1], logged, logged["step"].max(), colors[label], label)
+    axes[0].set_xlabel("training step")
+    axes[0].set_title(title)
+    axes[1].set_title("every layer at the end of training")
+    for ax in axes:
+        ax.set_yscale("log")
+        ax.set_ylabel(f"output variance {SIGMA2}")
+    axes[1].legend(fontsize=7)
+    return fig

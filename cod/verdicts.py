@@ -20,6 +20,7 @@ infinitely bad value and loses every comparison.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,32 @@ def best_of(values: dict[str, pd.Series], best: str, higher_is_better: bool = Fa
     if unclear:
         return Verdict(INCONCLUSIVE, f"not clearly ahead of {', '.join(unclear)}", mean, spread, n)
     return Verdict(REPRODUCED, f"clearly ahead of all {len(verdicts)}", mean, spread, n)
+
+
+def monotone(values: pd.DataFrame, sign: int, floor: float = 0.0, min_rho: float = 0.8) -> Verdict:
+    """The verdict on "the value rises (sign +1) / falls (-1) along an ordered ladder": `values`
+    has the rungs as rows, in order, and seeds as columns. Reproduced when, in every seed present
+    on every rung, the Spearman correlation with the rung order is at least `min_rho` in that
+    direction (0.8 allows one adjacent swap among four rungs) and the last rung beats the first
+    in that direction by `compare`; not reproduced when the opposite holds by the same standard;
+    inconclusive otherwise, including a value that does not change at all."""
+    if sign not in (1, -1):
+        raise ValueError(f"sign={sign} is not allowed; allowed: 1, -1")
+    paired = values.dropna(axis=1)
+    order = pd.Series(np.arange(len(paired)), index=paired.index, dtype=float)
+    with warnings.catch_warnings(action="ignore"):  # a constant seed has no rank correlation: NaN
+        rho = pd.Series({seed: paired[seed].rank().corr(order, method="pearson") for seed in paired.columns})
+    ends = compare(paired.iloc[-1], paired.iloc[0], higher_is_better=sign > 0, floor=floor)
+    along, against = (sign * rho >= min_rho - 1e-9), (sign * rho <= -min_rho + 1e-9)
+    if len(rho) and along.all() and ends.verdict == REPRODUCED:
+        verdict = REPRODUCED
+    elif len(rho) and against.all() and ends.verdict == NOT_REPRODUCED:
+        verdict = NOT_REPRODUCED
+    else:
+        verdict = INCONCLUSIVE
+    why = (f"Spearman rho with the order {' < '.join(map(str, values.index))} per seed "
+           f"{', '.join(f'{r:+.2f}' for r in rho)}; {values.index[-1]} vs {values.index[0]}: {ends.why}")
+    return Verdict(verdict, why, ends.mean, ends.spread, ends.n)
 
 
 def every_seed(flags: pd.Series, why: str = "", values: pd.Series | None = None) -> Verdict:

@@ -182,7 +182,7 @@ plt.show()
 
 # %%
 def useful_share(a, t: float) -> float:
-    return float(np.mean(a.usefulness.relative_increase > t))
+    return a.usefulness.at(t).score
 
 
 curve = pd.DataFrame({m: [useful_share(a, t) for t in taus] for m, a in scores.items()}, index=taus)

@@ -47,11 +47,11 @@ def test_variant_seeds_and_the_profiles_seed_cap():
 
 def test_planned_runs_are_costed_by_shape_but_never_trained():
     params = smoke_params()
-    planned = resolve_runs("b_moe", params, section="planned")
+    planned = resolve_runs("b_recipe", params, section="planned")
     moe = next(run for run in planned if run.variant == "moe")
     assert moe.status() == "planned" and moe.planned == "#10"
     assert moe.config.model.ffn == "moe"  # a valid run of the MoE code, planned: the pipeline does not train it
-    assert moe.shape_config.model.n_layers == params["profiles"]["smoke"]["sizes"]["b_d16"]["model.n_layers"]
+    assert moe.shape_config.model.n_layers == params["profiles"]["smoke"]["sizes"]["b_d32_narrow"]["model.n_layers"]
     assert all(run.planned is None for run in all_runs(params, planned=False))
 
 
@@ -59,7 +59,7 @@ def test_plan_prints_every_experiment_and_the_totals():
     printed = io.StringIO()
     hours = plan(smoke_params(), out=printed)
     text = printed.getvalue()
-    for name in ("a0_miniature", "a_130m", "b_depth", "a_350m", "b_moe"):
+    for name in ("a0_miniature", "a_130m", "b_depth", "a_350m", "b_moe", "b_recipe"):
         assert name in text
     assert "make repro trains" in text and "complete profile from scratch" in text
     assert 0 < hours["to_train"] <= hours["all"] and hours["planned"] > 0

@@ -317,3 +317,17 @@ def test_first_sequences_is_the_stream_of_those_sequences():
         torch.testing.assert_close(mine, theirs)
     whole = residual_stream(model, x, y)
     assert first_sequences(model, whole, 9) is whole
+
+
+def test_usefulness_at_another_tau_and_the_matched_tau():
+    from cod.metrics.usefulness import Usefulness, matched_tau
+
+    u = Usefulness(base_loss=2.0, loss=np.array([2.02, 2.1, 2.4, 3.0]), tau=0.1)  # rises 0.01, 0.05, 0.2, 0.5
+    assert (u.effective, u.at(0.03).effective, u.at(0.6).effective) == (2, 3, 0)
+    assert u.at(0.03).tau == 0.03 and u.tau == 0.1
+    v = Usefulness(base_loss=1.0, loss=np.array([1.0, 1.3, 1.7, 1.9]), tau=0.1)  # rises 0, 0.3, 0.7, 0.9
+    tau = matched_tau([u, v], share=0.75)  # 6 of the 8 pooled rises above it
+    assert 0.01 < tau < 0.05
+    assert sum(x.at(tau).effective for x in (u, v)) == 6
+    with pytest.raises(ValueError, match="share=1"):
+        matched_tau([u], share=1)

@@ -3,12 +3,13 @@
 import json
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from cod.results import save_claims
 from cod.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, accuracy_floor, best_of,
-                          beyond_reach, compare, every_seed)
+                          beyond_reach, compare, every_seed, monotone)
 
 
 def seeds(*values) -> pd.Series:
@@ -119,3 +120,24 @@ def test_claims_save_writes_a_ledger_that_save_claims_accepts(tmp_path):
     with pytest.raises(ValueError, match="probably"):
         bad.save(tmp_path / "bad")
     assert not (tmp_path / "bad" / "claims.json").exists()
+
+
+def test_monotone_needs_the_order_in_every_seed_and_clear_ends():
+    rising = pd.DataFrame({0: [1.0, 2.0, 3.0, 4.0], 1: [1.1, 2.1, 3.2, 4.2]}, index=["a", "b", "c", "d"])
+    assert monotone(rising, +1).verdict == REPRODUCED
+    assert monotone(rising, -1).verdict == NOT_REPRODUCED
+    swapped = rising.copy()
+    swapped.loc["b", 1], swapped.loc["c", 1] = 3.2, 2.1  # one adjacent swap: rho 0.8, still in order
+    assert monotone(swapped, +1).verdict == REPRODUCED
+    swapped.loc["a", 1], swapped.loc["d", 1] = 4.2, 1.1  # the ends reversed in one seed
+    assert monotone(swapped, +1).verdict == INCONCLUSIVE
+    flat = pd.DataFrame({0: [1.0, 1.0, 1.0], 1: [2.0, 2.0, 2.0]})
+    assert monotone(flat, +1).verdict == INCONCLUSIVE
+
+
+def test_monotone_pairs_seeds_and_ranks_failed_runs_last():
+    values = pd.DataFrame({0: [1.0, 2.0, math.inf], 1: [1.0, 2.5, math.inf], 2: [1.0, np.nan, 9.0]})
+    verdict = monotone(values, +1)
+    assert verdict.verdict == REPRODUCED and verdict.n == 2  # seed 2 misses a rung: not paired
+    with pytest.raises(ValueError, match="sign=0"):
+        monotone(values, 0)

@@ -28,6 +28,8 @@ from cod.metrics.usefulness import Usefulness, usefulness_scores
 from cod.metrics.variance import token_variance
 from cod.metrics.weights import weight_sparsity
 
+WEIGHT_THRESHOLDS = (1e-1, 1e-2, 1e-4)  # epsilon of weight sparsity (paper B Fig. 4 b-d)
+
 
 @dataclass
 class LayerAnalysis:
@@ -54,7 +56,7 @@ def held_out_tokens(path: str | Path, seq_len: int, eval_tokens: int, fit_tokens
 
 
 def analyse_layers(model: LayeredModel, idx: torch.Tensor, targets: torch.Tensor, fit_idx: torch.Tensor,
-                   jacobian_idx: torch.Tensor, tau: float = 0.1, weight_thresholds: Sequence[float] = (1e-1, 1e-2, 1e-4),
+                   jacobian_idx: torch.Tensor, tau: float = 0.1, weight_thresholds: Sequence[float] = WEIGHT_THRESHOLDS,
                    attention_thresholds: Sequence[float] | None = None, task: TaskScore | None = None,
                    seed: int = 0, permutation_sequences: int | None = None,
                    permutation_pairs: int | None = None) -> LayerAnalysis:

@@ -18,7 +18,8 @@ token's x_l to its x_{l+1}.
 
 Sampling: one token per sequence of the stream, at a uniformly random position, so that
 the D backward passes per block recover all sampled tokens at once (sequences do not
-interact). Cost: D backward passes of the block over the stream's B x T tokens.
+interact). Cost: D backward passes of the block over the stream's B x T tokens, batched into
+forwards and backwards of about CHUNK_TOKENS tokens.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import torch
 
 from cod.metrics.stream import LayeredModel, Stream
 
+CHUNK_TOKENS = 512  # tokens per batched forward and backward of one block (larger ones ran slower on CPU)
+
 
 @dataclass
 class BlockJacobians:
@@ -37,19 +40,30 @@ class BlockJacobians:
     deviation: np.ndarray  # (L,): ||J_l - I||_F / d
 
 
-def token_jacobians(model: LayeredModel, block: int, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """(B, D, D) Jacobians d y_{b,t_b} / d x_{b,t_b} of block `block` at positions t_b (B,)."""
-    rows, positions = torch.arange(x.shape[0], device=x.device), positions.to(x.device)
-    with torch.enable_grad():
-        picked = x[rows, positions].detach().requires_grad_(True)  # (B, D)
-        y = model.run_blocks(x.detach().index_put((rows, positions), picked), order=[block])[rows, positions]
-        d = y.shape[-1]
-        grads = [
-            torch.autograd.grad(y, picked, torch.eye(d, dtype=y.dtype, device=y.device)[i].expand_as(y),
-                                retain_graph=i < d - 1)[0]
-            for i in range(d)
-        ]  # d tensors (B, D): row i of every token's Jacobian
-    return torch.stack(grads, dim=1)
+def token_jacobians(model: LayeredModel, block: int, x: torch.Tensor, positions: torch.Tensor,
+                    chunk_tokens: int = CHUNK_TOKENS) -> torch.Tensor:
+    """(B, D, D) Jacobians d y_{b,t_b} / d x_{b,t_b} of block `block` at positions t_b (B,).
+
+    Row i of every Jacobian is the gradient of output coordinate i; the D rows come from one
+    backward pass each, batched: the sequences are repeated once per row in a chunk, so a chunk
+    of c rows is one forward and one backward over c x B x T tokens.
+    """
+    batch, seq_len, d = x.shape
+    rows, positions = torch.arange(batch, device=x.device), positions.to(x.device)
+    basis = torch.eye(d, dtype=x.dtype, device=x.device)
+    per_chunk = max(1, chunk_tokens // (batch * seq_len))
+    jacobian_rows = []
+    for first in range(0, d, per_chunk):
+        c = min(per_chunk, d - first)
+        copies_positions, flat = positions.repeat(c), torch.arange(c * batch, device=x.device)  # (c*B,) copy-major
+        with torch.enable_grad():
+            picked = x[rows, positions].detach().repeat(c, 1).requires_grad_(True)  # (c*B, D)
+            copies = x.detach().repeat(c, 1, 1).index_put((flat, copies_positions), picked)  # (c*B, T, D)
+            y = model.run_blocks(copies, order=[block])[flat, copies_positions]  # (c*B, D)
+            cotangent = basis[first:first + c].repeat_interleave(batch, dim=0)  # (c*B, D): copy k gets row first + k
+            (grad,) = torch.autograd.grad(y, picked, cotangent)
+        jacobian_rows.append(grad.view(c, batch, d))
+    return torch.cat(jacobian_rows).transpose(0, 1)  # (B, D, D) [out, in]
 
 
 def block_jacobians(model: LayeredModel, stream: Stream, seed: int = 0) -> BlockJacobians:

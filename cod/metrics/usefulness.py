@@ -19,7 +19,9 @@ training data (the authors fit and score on the same sample).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -78,6 +80,20 @@ class Usefulness:
     def score(self) -> float:
         """Eq. 10: the fraction of useful blocks."""
         return self.effective / len(self.loss)
+
+    def at(self, tau: float) -> Usefulness:
+        """The same replacements judged at another threshold (the usefulness curve over tau)."""
+        return dataclasses.replace(self, tau=tau)
+
+
+def matched_tau(baseline: Sequence[Usefulness], share: float) -> float:
+    """The threshold at which about a fraction `share` of the baseline's blocks (pooled over its
+    runs) count as useful (the interpolated quantile of their loss rises): the paper's tau transferred to a model whose loss rises are on another
+    scale, by matching the useful share of a reference model instead of the threshold."""
+    if not 0 < share < 1:
+        raise ValueError(f"share={share} is not allowed; allowed: strictly between 0 and 1")
+    rises = np.concatenate([u.relative_increase for u in baseline])
+    return float(np.quantile(rises, 1 - share))
 
 
 @torch.no_grad()

@@ -1,0 +1,152 @@
+"""Paper B's sparsity ladders (notebooks b3-b7): settings side by side, each a rung of runs.
+
+A rung is the runs (every seed) of one variant of one experiment; the 8-layer baseline of
+b_depth (`d16`) is a rung of every ladder. `load_ladder` reads what training and the analyse@
+stages stored for each rung into tables keyed by rung label and seed, so a notebook plots and
+judges them without parsing files:
+
+    ladder = load_ladder([Rung("lambda=0", "b_weight_decay", "wd0"), Rung("lambda=0.1", "b_depth", "d16"), ...],
+                         "runs/default", "analyses/default")
+    ladder.by_seed("val_ppl")          # rungs (in order) x seeds
+    ladder.table(["val_ppl", "causal"], paper)   # the paper's table, ours beside its values
+    ladder.usefulness_curve(taus)      # E / L against tau, mean over seeds
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from cod.analysis import load_layers
+from cod.metrics.effectiveness import WEIGHT_THRESHOLDS, LayerAnalysis
+from cod.metrics.usefulness import matched_tau
+from cod.results import load_final, load_history, load_layer_stats, spread
+
+
+@dataclass(frozen=True)
+class Rung:
+    label: str  # its name in tables and figures, e.g. "lambda=0.1"
+    experiment: str  # its runs: runs/<profile>/<experiment>/<variant>_s<seed>/
+    variant: str
+    analysis: str | None = None  # its layer scores: analyses/<profile>/<analysis>/; None: named as the experiment
+
+
+@dataclass
+class Ladder:
+    rungs: list[Rung]
+    runs: pd.DataFrame  # a row per run: rung, seed, status, val_ppl, params, the global scores (NaN: not analysed)
+    layers: pd.DataFrame  # a row per run and layer (1-based): variance, jac_dev, affine and removal rises, kurtosis
+    stats: pd.DataFrame  # per-layer variances logged in training: rung, seed, step, layer, resid/attn/mlp_var
+    history: pd.DataFrame  # training-loss rows: rung, seed, step, tokens, loss, lr, grad_norm
+    analyses: dict[tuple[str, int], LayerAnalysis]  # (rung label, seed) -> stored layer scores
+
+    @property
+    def labels(self) -> list[str]:
+        return [rung.label for rung in self.rungs]
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted(int(s) for s in self.runs["seed"].unique())
+
+    @property
+    def paired_seeds(self) -> list[int]:
+        """The seeds with a run on every rung: the ones the verdicts pair."""
+        counts = self.runs.groupby("seed")["rung"].nunique()
+        return sorted(int(s) for s in counts.index[counts == len(self.rungs)])
+
+    def by_seed(self, column: str) -> pd.DataFrame:
+        """Rows: rungs in ladder order; columns: seeds; values of `column` of the per-run table."""
+        table = self.runs.pivot_table(index="rung", columns="seed", values=column, dropna=False)
+        return table.reindex(self.labels)
+
+    def last_variance_during_training(self) -> dict[str, pd.DataFrame]:
+        """{rung: steps x seeds} of the last layer's output variance logged during training (Fig. 4a, 5a, 7, 8)."""
+        curves = {}
+        for label in self.labels:
+            rung = self.stats[self.stats["rung"] == label]
+            last = rung[rung["layer"] == rung["layer"].max()]
+            curves[label] = last.pivot_table(index="step", columns="seed", values="resid_var")
+        return curves
+
+    def match_tau(self, baseline: str, share: float) -> float:
+        """The matched tau (`cod.metrics.usefulness.matched_tau`) of rung `baseline`'s runs at the
+        useful share `share`; adds every run's usefulness at it as the column `usefulness_matched`."""
+        tau = matched_tau([a.usefulness for (label, _), a in self.analyses.items() if label == baseline], share)
+        self.runs["usefulness_matched"] = [
+            self.analyses[r.rung, r.seed].usefulness.at(tau).score if (r.rung, r.seed) in self.analyses else np.nan
+            for r in self.runs.itertuples()]
+        return tau
+
+    def table(self, columns: Sequence[str], paper: pd.DataFrame | None = None) -> pd.DataFrame:
+        """A paper-style table: a row per rung, 'mean ± std (min..max, n)' over seeds of each of
+        `columns`, then the paper's value of each column it has (`paper`: indexed by rung label)."""
+        rows = {column: [spread(self.by_seed(column).loc[label]) for label in self.labels] for column in columns}
+        if paper is not None:
+            rows.update({f"{column} paper": paper[column].reindex(self.labels).to_list()
+                         for column in columns if column in paper})
+        return pd.DataFrame(rows, index=pd.Index(self.labels, name="rung"))
+
+    def usefulness_curve(self, taus: Sequence[float]) -> pd.DataFrame:
+        """Useful share E / L at each tau (rows) for each rung (columns), mean over its analysed seeds."""
+        return pd.DataFrame({label: [np.mean([a.usefulness.at(t).score for (r, _), a in self.analyses.items()
+                                               if r == label] or [np.nan]) for t in taus]
+                             for label in self.labels}, index=pd.Index(taus, name="tau"))
+
+
+def _run_row(rung: Rung, final: pd.Series, analysis: LayerAnalysis | None, stats: pd.DataFrame) -> dict:
+    logged = stats[(stats["variant"] == rung.variant) & (stats["seed"] == final["seed"])]
+    last = logged[(logged["step"] == logged["step"].max()) & (logged["layer"] == logged["layer"].max())]
+    diverged = final["status"] != "completed"
+    row = {"rung": rung.label, "seed": int(final["seed"]), "status": final["status"], "steps": final["steps"],
+           "tokens": final["tokens"], "params": final["params"], "params_non_embedding": final["params_non_embedding"],
+           "val_loss": np.inf if diverged else final["val_loss"], "val_ppl": np.inf if diverged else final["val_ppl"],
+           "last_var_train": last["resid_var"].iloc[0] if len(last) else np.nan}
+    if analysis is None:
+        return row
+    u = analysis.usefulness
+    return {**row, "causal": analysis.causal.global_score, "permutation": analysis.permutation.global_score,
+            "usefulness": u.score, "E": u.effective, "W": u.wasted, "affine_rise": float(np.mean(u.relative_increase)),
+            "jac_dev": float(analysis.jacobians.deviation.mean()), "last_var": float(analysis.variance[-1]),
+            "kurtosis": float(analysis.kurtosis.layer.mean()), "base_loss": analysis.removal.base_loss,
+            **{f"weight_sparsity@{eps:g}": float(v) for eps, v in zip(WEIGHT_THRESHOLDS, analysis.weight_sparsity)}}
+
+
+def load_ladder(rungs: Sequence[Rung], runs_root: str | Path, analyses_root: str | Path) -> Ladder:
+    """The stored results of every rung's runs (runs_root: runs/<profile>; analyses_root:
+    analyses/<profile>). A run without stored layer scores (not analysed, or diverged before
+    any weights were kept) has NaN scores; a diverged run has an infinite validation loss."""
+    labels = [rung.label for rung in rungs]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"rung labels must be distinct; got {labels}")
+    runs, layers, stats, history, analyses = [], [], [], [], {}
+    cache: dict[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = {}
+    for rung in rungs:
+        if rung.experiment not in cache:
+            cache[rung.experiment] = (load_final(rung.experiment, runs_root), load_layer_stats(rung.experiment, runs_root),
+                                      load_history(rung.experiment, runs_root))
+        finals, logged, losses = cache[rung.experiment]
+        finals = finals[finals["variant"] == rung.variant]
+        if finals.empty:
+            raise FileNotFoundError(f"{Path(runs_root) / rung.experiment} holds no run of variant {rung.variant!r} "
+                                    f"(rung {rung.label!r}): train it with `dvc repro train@{rung.experiment}`")
+        for _, final in finals.iterrows():
+            folder = Path(analyses_root) / (rung.analysis or rung.experiment) / f"{rung.variant}_s{final['seed']}"
+            analysis = load_layers(folder) if (folder / "layers.json").exists() else None
+            runs.append(_run_row(rung, final, analysis, logged))
+            if analysis is None:
+                continue
+            analyses[rung.label, int(final["seed"])] = analysis
+            layers += [{"rung": rung.label, "seed": int(final["seed"]), "layer": i + 1, "variance": analysis.variance[i],
+                        "jac_dev": analysis.jacobians.deviation[i],
+                        "affine_rise": analysis.usefulness.relative_increase[i],
+                        "removal_rise": analysis.removal.loss_increase[i], "kurtosis": analysis.kurtosis.layer[i]}
+                       for i in range(len(analysis.variance))]
+        for frame, out in ((logged, stats), (losses, history)):
+            part = frame[frame["variant"] == rung.variant].drop(columns="variant")
+            out.append(part.assign(rung=rung.label))
+    return Ladder(list(rungs), pd.DataFrame(runs), pd.DataFrame(layers), pd.concat(stats, ignore_index=True),
+                  pd.concat(history, ignore_index=True), analyses)

@@ -1,0 +1,27 @@
+"""Training FLOPs per token (cod.flops), counted by hand on small shapes."""
+
+from cod.config import ModelConfig
+from cod.flops import flops_per_token
+
+
+def test_dense_counts_every_product_and_causal_attention():
+    cfg = ModelConfig(vocab_size=10, d_model=4, n_layers=2, n_heads=2, n_kv_heads=1, d_ff=8)
+    per_block = 4 * 4 + 4 * 2 + 4 * 2 + 4 * 4 + 3 * 4 * 8  # q, k, v (one kv head of 2), o, gate/up/down
+    matmul_params = 2 * per_block + 4 * 10  # blocks and the unembedding
+    attention = 2 * 6 * 5 * 4  # per layer: QK^T and PV take 2 T d FLOPs each forward, x3 to train, halved (causal)
+    assert flops_per_token(cfg, seq_len=5) == 6 * matmul_params + attention
+
+
+def test_moe_counts_the_active_experts_the_shared_one_and_the_router():
+    moe = dict(vocab_size=10, d_model=4, n_layers=1, n_heads=2, d_ff=8, ffn="moe", moe_experts=6, moe_top_k=2,
+               moe_d_ff=3)
+    attention = 6 * 5 * 4
+    attn_params, head = 4 * 4 * 4, 4 * 10
+    routed = 6 * (attn_params + 2 * 3 * 4 * 3 + 4 * 6 + head) + attention  # two experts of width 3, router 4 x 6
+    assert flops_per_token(ModelConfig(**moe), seq_len=5) == routed
+    shared = ModelConfig(**moe, moe_shared_expert=True)
+    assert flops_per_token(shared, seq_len=5) == routed + 6 * 3 * 4 * 3
+    # one expert of the dense width with k = 1 is the dense model plus its router
+    one = ModelConfig(**{**moe, "moe_experts": 1, "moe_top_k": 1, "moe_d_ff": None})
+    dense = ModelConfig(**{k: v for k, v in moe.items() if not k.startswith("moe") and k != "ffn"})
+    assert flops_per_token(one, seq_len=5) == flops_per_token(dense, seq_len=5) + 6 * 4
