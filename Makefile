@@ -37,7 +37,7 @@ plan: install
 	$(BIN)/python -m cod.experiments plan --runs all
 
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # the tests that touch Hugging Face, against the oldest transformers pyproject.toml allows
 FLOOR := $(shell sed -n 's/.*"transformers>=\([0-9.]*\)".*/\1/p' pyproject.toml)

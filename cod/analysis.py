@@ -11,6 +11,7 @@ analyses/<profile>/<analysis>/<variant>_s<seed>/ (and the settings used to setti
     layers.json      every layer-effectiveness score (`cod.metrics.effectiveness.LayerAnalysis`)
     jacobians.npz    the mean block Jacobians (L, D, D), float16
     zero_shot.json   accuracy per task in lm-evaluation-harness conventions (with chance and n)
+    attention.json   with `attention_lengths`: attention sparsity and entropy at each evaluation length
 
 With `layers: false` only zero_shot.json is written (the fine-tuned models of Table 2).
 
@@ -38,6 +39,7 @@ import torch
 
 from cod.config import ConfigError
 from cod.experiments import ROOT, load_params, resolve_runs
+from cod.metrics.attention import AttentionStats, attention_at_lengths
 from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
 
 LAYER_SETTINGS = ("eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau")  # with layers: true
@@ -47,6 +49,9 @@ OPTIONAL = {
     "variants": None,  # the experiment's variants to measure; None: all of them
     "layers": True,  # measure the layer scores and Jacobians (false: zero-shot only)
     "zero_shot_part": None,  # 'eval': score only the half of each set that fine-tuning never sees
+    "attention_lengths": None,  # evaluation lengths of attention sparsity and entropy (attention.json); None: none
+    "attention_thresholds": [0.1, 0.01, 0.001],  # epsilon of attention sparsity (paper B eq. 15)
+    "attention_tokens": 4096,  # validation tokens at each length: windows of the longest length
 }
 
 
@@ -108,6 +113,15 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
             with torch.no_grad():
                 layers = analyse_layers(model, x, y, x_fit, x_jac, tau=spec["tau"], seed=run.seed)
             save_layers(layers, folder)
+        if spec["attention_lengths"]:
+            longest = max(spec["attention_lengths"])
+            if longest > cfg.model.max_seq_len:
+                raise ConfigError(f"analyses.{name}: attention_lengths up to {longest} exceed the max_seq_len of "
+                                  f"{run.name}; allowed: 1..{cfg.model.max_seq_len}")
+            idx, _, _ = held_out_tokens(ROOT / cfg.data.dataset_dir / "val.bin", longest,
+                                        max(longest, spec["attention_tokens"]), 0)
+            save_attention(attention_at_lengths(model, idx.to(device), spec["attention_lengths"],
+                                                spec["attention_thresholds"]), folder)
         start = time.perf_counter()
         lm = LanguageModel(model, load_tokenizer(ROOT / cfg.data.dataset_dir))
         zero_shot = [evaluate(lm, task, limit=spec["zero_shot_limit"], part=spec["zero_shot_part"])
@@ -224,6 +238,18 @@ def save_layers(layers: LayerAnalysis, folder: Path, matrices: bool = True) -> N
     (folder / "layers.json").write_text(json.dumps(record) + "\n")
     if matrices:
         np.savez_compressed(folder / "jacobians.npz", mean=layers.jacobians.mean.astype(np.float16))
+
+
+def save_attention(stats: dict[int, AttentionStats], folder: Path) -> None:
+    """attention.json: sparsity and entropy of every layer and head at each evaluation length."""
+    record = {str(length): _plain(at) for length, at in stats.items()}
+    (folder / "attention.json").write_text(json.dumps(record) + "\n")
+
+
+def load_attention(folder: str | Path) -> dict[int, AttentionStats]:
+    """{evaluation length: AttentionStats} written by `save_attention`."""
+    record = json.loads((Path(folder) / "attention.json").read_text())
+    return {int(length): _rebuild(AttentionStats, value) for length, value in record.items()}
 
 
 def _rebuild(kind: Any, value: Any) -> Any:

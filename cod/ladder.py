@@ -58,10 +58,15 @@ class Ladder:
         counts = self.runs.groupby("seed")["rung"].nunique()
         return sorted(int(s) for s in counts.index[counts == len(self.rungs)])
 
-    def by_seed(self, column: str) -> pd.DataFrame:
-        """Rows: rungs in ladder order; columns: seeds; values of `column` of the per-run table."""
+    def by_seed(self, column: str, paired: bool = False) -> pd.DataFrame:
+        """Rows: rungs in ladder order; columns: seeds (with `paired`, only `paired_seeds`);
+        values of `column` of the per-run table."""
         table = self.runs.pivot_table(index="rung", columns="seed", values=column, dropna=False)
-        return table.reindex(self.labels)
+        return table.reindex(self.labels)[self.paired_seeds] if paired else table.reindex(self.labels)
+
+    def analyses_of(self, label: str) -> list[LayerAnalysis]:
+        """The stored layer scores of rung `label`'s runs, in seed order."""
+        return [a for (rung, _), a in sorted(self.analyses.items()) if rung == label]
 
     def last_variance_during_training(self) -> dict[str, pd.DataFrame]:
         """{rung: steps x seeds} of the last layer's output variance logged during training (Fig. 4a, 5a, 7, 8)."""
@@ -92,9 +97,8 @@ class Ladder:
 
     def usefulness_curve(self, taus: Sequence[float]) -> pd.DataFrame:
         """Useful share E / L at each tau (rows) for each rung (columns), mean over its analysed seeds."""
-        return pd.DataFrame({label: [np.mean([a.usefulness.at(t).score for (r, _), a in self.analyses.items()
-                                               if r == label] or [np.nan]) for t in taus]
-                             for label in self.labels}, index=pd.Index(taus, name="tau"))
+        return pd.DataFrame({label: [np.mean([a.usefulness.at(t).score for a in self.analyses_of(label)] or [np.nan])
+                                     for t in taus] for label in self.labels}, index=pd.Index(taus, name="tau"))
 
 
 def _run_row(rung: Rung, final: pd.Series, analysis: LayerAnalysis | None, stats: pd.DataFrame) -> dict:
@@ -126,8 +130,8 @@ def load_ladder(rungs: Sequence[Rung], runs_root: str | Path, analyses_root: str
     cache: dict[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = {}
     for rung in rungs:
         if rung.experiment not in cache:
-            cache[rung.experiment] = (load_final(rung.experiment, runs_root), load_layer_stats(rung.experiment, runs_root),
-                                      load_history(rung.experiment, runs_root))
+            cache[rung.experiment] = tuple(load(rung.experiment, runs_root)
+                                           for load in (load_final, load_layer_stats, load_history))
         finals, logged, losses = cache[rung.experiment]
         finals = finals[finals["variant"] == rung.variant]
         if finals.empty:
@@ -140,8 +144,8 @@ def load_ladder(rungs: Sequence[Rung], runs_root: str | Path, analyses_root: str
             if analysis is None:
                 continue
             analyses[rung.label, int(final["seed"])] = analysis
-            layers += [{"rung": rung.label, "seed": int(final["seed"]), "layer": i + 1, "variance": analysis.variance[i],
-                        "jac_dev": analysis.jacobians.deviation[i],
+            layers += [{"rung": rung.label, "seed": int(final["seed"]), "layer": i + 1,
+                        "variance": analysis.variance[i], "jac_dev": analysis.jacobians.deviation[i],
                         "affine_rise": analysis.usefulness.relative_increase[i],
                         "removal_rise": analysis.removal.loss_increase[i], "kurtosis": analysis.kurtosis.layer[i]}
                        for i in range(len(analysis.variance))]

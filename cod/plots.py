@@ -127,15 +127,16 @@ def rung_scores(ax, values: pd.DataFrame, paper: pd.Series | None = None, label:
     if paper is not None:
         known = paper.reindex(values.index)
         shown = known.notna().to_numpy()
-        paper_axis(ax, x[shown], known[shown], f"{label}, paper B")
+        paper_axis(ax, x[shown], known[shown], f"{paper.name or label}, paper B")
 
 
-def rung_matrices(analyses: dict[str, list], tau: float):
-    """Paper B Figs. 20-29 for a ladder: per rung (a column; {label: its runs' LayerAnalysis}),
-    the causal matrix c(s, l) and the permutation matrix P(i, j) averaged over seeds, each row
-    on one colour scale, and each layer's relative loss rise under its affine replacement
-    (mean over seeds, min..max band; dashed: tau). Returns the figure."""
-    labels = list(analyses)
+def rung_matrices(ladder, tau: float):
+    """Paper B Figs. 20-29 for a ladder (`cod.ladder.Ladder`): per rung (a column), the causal
+    matrix c(s, l) and the permutation matrix P(i, j) averaged over seeds, each row on one
+    colour scale, and each layer's relative loss rise under its affine replacement (mean over
+    seeds, min..max band; dashed: tau). Returns the figure."""
+    analyses = {label: ladder.analyses_of(label) for label in ladder.labels}
+    labels = [label for label in ladder.labels if analyses[label]]
     fig, axes = plt.subplots(3, len(labels), figsize=(3.4 * len(labels) + 1, 9.5), squeeze=False)
     for row, name in enumerate(["causal", "permutation"]):
         means = [np.nanmean([getattr(a, name).matrix for a in analyses[label]], axis=0) for label in labels]
@@ -157,15 +158,31 @@ def rung_matrices(analyses: dict[str, list], tau: float):
     return fig
 
 
-def usefulness_curves(ax, curve: pd.DataFrame, tau: float, matched: float | None = None) -> None:
+def ladder_scores(ladder, paper: pd.DataFrame, matched: float, rotation: int = 0):
+    """A ladder's perplexity, causal and permutation scores and usefulness at the matched tau
+    (`Ladder.match_tau`), ours per rung with the paper's (`paper`, indexed by rung, its
+    `usefulness` at tau = 0.1) on twin axes. Returns the figure."""
+    fig, axes = plt.subplots(1, 4, figsize=(18, 3.6))
+    for ax, name in zip(axes, ["val_ppl", "causal", "permutation", "usefulness_matched"]):
+        rung_scores(ax, ladder.by_seed(name), paper["usefulness" if name == "usefulness_matched" else name],
+                    label=name)
+        ax.tick_params(axis="x", rotation=rotation)
+        ax.set_title(name if name != "usefulness_matched" else f"usefulness at matched tau {matched:.2g} (paper: 0.1)")
+    return fig
+
+
+def usefulness_curves(curve: pd.DataFrame, tau: float, matched: float | None = None):
     """Useful share E / L against tau (rows of `curve`) for each column, with the paper's tau
-    (dotted) and a matched tau (dash-dotted) marked."""
+    (dotted) and a matched tau (dash-dotted) marked. Returns the figure."""
+    fig, ax = plt.subplots(figsize=(6, 3.6))
     for color, column in zip(plt.cm.viridis(np.linspace(0, 0.9, curve.shape[1])), curve.columns):
         ax.plot(curve.index, curve[column], "o-", color=color, markersize=3, label=column)
     ax.axvline(tau, color="k", linestyle=":", linewidth=1, label=f"paper's tau = {tau:g}")
     if matched is not None:
         ax.axvline(matched, color="C3", linestyle="-.", linewidth=1, label=f"matched tau = {matched:.2g}")
     ax.set(xscale="log", xlabel="tau", ylabel="useful share E / L", ylim=(-0.03, 1.03))
+    ax.legend(fontsize=7, loc="upper right")
+    return fig
 
 
 def ladder_variance(ladder, title: str):

@@ -102,11 +102,7 @@ table4 = ladder.table(["steps", "val_ppl", "causal", "permutation", "usefulness"
 table4.to_csv(Path(figures_dir) / "table4.csv")
 display(table4)
 
-fig, axes = plt.subplots(1, 4, figsize=(18, 3.6))
-for ax, name in zip(axes, ["val_ppl", "causal", "permutation", "usefulness_matched"]):
-    plots.rung_scores(ax, ladder.by_seed(name), PAPER["usefulness" if name == "usefulness_matched" else name],
-                      label=name)
-    ax.set_title(name if name != "usefulness_matched" else f"usefulness at matched tau {matched:.2g} (paper: 0.1)")
+fig = plots.ladder_scores(ladder, PAPER, matched)
 plots.save(fig, figures_dir, "table4_scores")
 plt.show()
 
@@ -116,9 +112,7 @@ plt.show()
 # %%
 curve = ladder.usefulness_curve(taus)
 curve.to_csv(Path(figures_dir) / "usefulness_vs_tau.csv")
-fig, ax = plt.subplots(figsize=(6, 3.6))
-plots.usefulness_curves(ax, curve, tau, matched)
-ax.legend(fontsize=7, loc="upper right")
+fig = plots.usefulness_curves(curve, tau, matched)
 plots.save(fig, figures_dir, "usefulness_vs_tau")
 plt.show()
 
@@ -126,8 +120,7 @@ plt.show()
 # ## Figs. 26-27: the scores layer by layer
 
 # %%
-fig = plots.rung_matrices({label: [a for (r, _), a in ladder.analyses.items() if r == label]
-                           for label in ladder.labels}, tau)
+fig = plots.rung_matrices(ladder, tau)
 plots.save(fig, figures_dir, "fig26_27_score_matrices")
 plt.show()
 

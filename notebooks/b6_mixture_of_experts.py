@@ -37,7 +37,7 @@ runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b6_mixture_of_experts
 taus = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3]  # thresholds of the usefulness curve
-matched_share = 0.81  # the paper's usefulness of Dense-1B (Table 5): the matched tau gives our larger dense model this share
+matched_share = 0.81  # the paper's usefulness of Dense-1B (Table 5): our larger dense model's share at the matched tau
 
 # %%
 figures_dir = figures_dir or f"figures/{profile}/b6_mixture_of_experts"
@@ -116,8 +116,9 @@ def last_load(label: str) -> np.ndarray | None:
 moe_loads = {label: last_load(label) for label in ("MoE-small (shared)", "MoE")}
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
 plots.heatmaps(fig, axes, [load for load in moe_loads.values()], "share of routed tokens", aspect="auto")
-for ax, label in zip(axes, moe_loads):
+for ax, (label, load) in zip(axes, moe_loads.items()):
     ax.set(title=label, xlabel="expert", ylabel="layer")
+    ax.set_yticks(range(len(load)), range(1, len(load) + 1))
 plots.save(fig, figures_dir, "expert_load")
 plt.show()
 
@@ -130,12 +131,7 @@ table5 = ladder.table(["params", "params_non_embedding", "val_ppl", "causal", "p
 table5.to_csv(Path(figures_dir) / "table5.csv")
 display(table5)
 
-fig, axes = plt.subplots(1, 4, figsize=(18, 3.6))
-for ax, name in zip(axes, ["val_ppl", "causal", "permutation", "usefulness_matched"]):
-    plots.rung_scores(ax, ladder.by_seed(name), PAPER["usefulness" if name == "usefulness_matched" else name],
-                      label=name)
-    ax.tick_params(axis="x", rotation=20)
-    ax.set_title(name if name != "usefulness_matched" else f"usefulness at matched tau {matched:.2g} (paper: 0.1)")
+fig = plots.ladder_scores(ladder, PAPER, matched, rotation=20)
 plots.save(fig, figures_dir, "table5_scores")
 plt.show()
 
@@ -145,9 +141,7 @@ plt.show()
 # %%
 curve = ladder.usefulness_curve(taus)
 curve.to_csv(Path(figures_dir) / "usefulness_vs_tau.csv")
-fig, ax = plt.subplots(figsize=(6, 3.6))
-plots.usefulness_curves(ax, curve, tau, matched)
-ax.legend(fontsize=7, loc="upper right")
+fig = plots.usefulness_curves(curve, tau, matched)
 plots.save(fig, figures_dir, "usefulness_vs_tau")
 plt.show()
 
@@ -155,8 +149,7 @@ plt.show()
 # ## Figs. 28-29: the scores layer by layer
 
 # %%
-fig = plots.rung_matrices({label: [a for (r, _), a in ladder.analyses.items() if r == label]
-                           for label in ladder.labels}, tau)
+fig = plots.rung_matrices(ladder, tau)
 plots.save(fig, figures_dir, "fig28_29_score_matrices")
 plt.show()
 

@@ -12,7 +12,9 @@ import torch
 
 from conftest import tiny_run
 from cod import experiments
-from cod.analysis import analysed_runs, analysis_settings, load_analyses, load_complete, load_layers, save_layers
+from cod.analysis import (analysed_runs, analysis_settings, load_analyses, load_attention, load_complete, load_layers,
+                          save_attention, save_layers)
+from cod.metrics.attention import attention_at_lengths
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.experiments import Run, all_runs, load_params, resolve_runs
 from cod.plan import plan, tokens_per_parameter
@@ -165,6 +167,18 @@ def test_stored_layer_analysis_reads_back_as_the_same_objects(tmp_path):
     save_layers(result, tmp_path / "size" / "run_s0")
     assert list(load_complete(tmp_path, ["size", "missing"], ["run"])) == ["size"]
     assert load_complete(tmp_path, ["size"], ["run", "absent"]) == {}  # a variant missing: left out
+
+
+def test_attention_at_several_lengths_reads_back(tmp_path):
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=61, d_model=16, n_layers=2, n_heads=2, max_seq_len=16)).eval()
+    stats = attention_at_lengths(model, torch.randint(0, 61, (3, 12)), [4, 12], [0.1, 0.01])
+    save_attention(stats, tmp_path)
+    back = load_attention(tmp_path)
+    assert list(back) == [4, 12] and back[12].thresholds == [0.1, 0.01]
+    for length in (4, 12):
+        np.testing.assert_array_equal(back[length].sparsity, stats[length].sparsity)
+        np.testing.assert_array_equal(back[length].entropy, stats[length].entropy)
 
 
 def test_an_unknown_override_in_a_run_still_names_the_setting():

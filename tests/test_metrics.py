@@ -9,7 +9,7 @@ from torch import nn
 
 from cod.config import ModelConfig
 from cod.metrics.angular import adjacent_distances, angular_distance, angular_distances, by_offset, column_scaled
-from cod.metrics.attention import attention_entropy, attention_sparsity, attention_stats
+from cod.metrics.attention import attention_at_lengths, attention_entropy, attention_sparsity, attention_stats
 from cod.metrics.causal import causal_scores
 from cod.metrics.effectiveness import analyse_layers
 from cod.metrics.jacobian import block_jacobians
@@ -190,6 +190,21 @@ def test_attention_sparsity_and_entropy_of_uniform_and_one_hot():
     np.testing.assert_allclose(attention_entropy(sink), 0.0)
     np.testing.assert_allclose(attention_sparsity(sink, [0.5]), [[(36 - seq) / 36]] * 2)
     np.testing.assert_allclose(attention_sparsity(sink, [0.5], causal=False), [[(64 - seq) / 64]] * 2)
+
+
+def test_attention_at_several_lengths_of_a_model_with_uniform_attention():
+    model = tiny()
+    with torch.no_grad():
+        for block in model.blocks:  # no query or key: every query attends uniformly to the tokens so far
+            block.attn.branch.q_proj.weight.zero_()
+            block.attn.branch.k_proj.weight.zero_()
+    stats = attention_at_lengths(model, tokens()[0], [4, 12], [0.2])
+    for length, at in stats.items():
+        np.testing.assert_allclose(at.entropy, np.mean(np.log(np.arange(1, length + 1))), rtol=1e-5)
+        below = sum(i + 1 for i in range(length) if 1 / (i + 1) < 0.2)  # rows i >= 5: i + 1 entries each
+        np.testing.assert_allclose(at.global_sparsity, [below / (length * (length + 1) / 2)], rtol=1e-6)
+    with pytest.raises(ValueError, match="lengths \\[99\\]"):
+        attention_at_lengths(model, tokens()[0], [4, 99], [0.2])
 
 
 def test_attention_stats_of_a_model():

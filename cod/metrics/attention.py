@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from cod.metrics.stream import Stream
+from cod.metrics.stream import Stream, residual_stream
 
 
 def _valid(pattern: torch.Tensor, causal: bool) -> torch.Tensor:
@@ -84,3 +84,15 @@ def attention_stats(model, stream: Stream, thresholds: Sequence[float]) -> Atten
         sparsity.append(attention_sparsity(pattern, thresholds))
         entropy.append(attention_entropy(pattern))
     return AttentionStats(list(thresholds), np.stack(sparsity), np.stack(entropy))
+
+
+@torch.no_grad()
+def attention_at_lengths(model, idx: torch.Tensor, lengths: Sequence[int],
+                         thresholds: Sequence[float]) -> dict[int, AttentionStats]:
+    """Sparsity and entropy at several evaluation lengths (paper B Figs. 5b-c, 6, 14-18): for each
+    length T, the stats of the first T tokens of every sequence of idx (B, T_max)."""
+    too_long = [t for t in lengths if not 1 <= t <= idx.shape[1]]
+    if too_long:
+        raise ValueError(f"lengths {too_long} are not allowed for sequences of {idx.shape[1]} tokens; "
+                         f"allowed: 1..{idx.shape[1]}")
+    return {t: attention_stats(model, residual_stream(model, idx[:, :t]), thresholds) for t in lengths}

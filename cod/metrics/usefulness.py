@@ -88,8 +88,9 @@ class Usefulness:
 
 def matched_tau(baseline: Sequence[Usefulness], share: float) -> float:
     """The threshold at which about a fraction `share` of the baseline's blocks (pooled over its
-    runs) count as useful (the interpolated quantile of their loss rises): the paper's tau transferred to a model whose loss rises are on another
-    scale, by matching the useful share of a reference model instead of the threshold."""
+    runs) count as useful, the interpolated quantile of their loss rises: the paper's tau carried
+    to a model whose loss rises are on another scale by matching a reference model's useful
+    share instead of the threshold."""
     if not 0 < share < 1:
         raise ValueError(f"share={share} is not allowed; allowed: strictly between 0 and 1")
     rises = np.concatenate([u.relative_increase for u in baseline])

@@ -1,0 +1,271 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # B4 · Training sequence length: variance, attention sparsity and layer effectiveness
+#
+# Paper B, section 4.1.2, **Fig. 5**, **Fig. 6**, **Table 3**, appendix A.5-A.7 (**Figs. 14-19**)
+# and C.8 (**Figs. 23-25**). The paper trains 1.2B Pre-LN models on sequences of 256 to 8192
+# tokens at equal compute (fewer steps for longer sequences) and reports that the last layer's
+# output variance falls with the training length (Fig. 5a), attention grows sparser at every
+# threshold (Figs. 5b-d, 6: evaluated at 8192 tokens; Figs. 14-17: at 512-4096) and its entropy
+# falls (Fig. 18), and that perplexity and usefulness improve from 256 to 2048 (18.51 -> 14.51,
+# 0.69 -> 0.81) with diminishing returns beyond (16.30 at 8192): an interior optimum.
+#
+# **What is shrunk here.** The 8-layer miniature of paper B's ladder (`b_depth/d16`: width 24, 4
+# heads, weight decay 0.1, 580 steps) trained on sequences of 32 to 1024 tokens, a factor of 8
+# below the paper's, always 1,024 tokens a step (batch x length), so every run sees the same
+# 0.59M tokens: equal tokens, which for these sizes is equal compute up to attention's share
+# (at most 17% more FLOPs at 1024). Every run has a position table of 1024 (the 128-token run
+# is trained again here for it), so all can be evaluated at 1024 tokens, as the paper evaluates
+# all at its longest. Layer scores come from the `analyse@b_sequence_length` stage, at each run's
+# own training length; attention sparsity (thresholds 0.1, 0.01, 0.001) and entropy at the
+# evaluation lengths of `params.yaml` (64 to 1024 for the paper's 512 to 8192), on 4 held-out
+# windows of 1024 tokens cut to each length.
+
+# %% tags=["parameters"]
+profile = "default"  # smoke | default | paper: which runs were trained
+runs_root = "runs"
+analyses_root = "analyses"
+figures_dir = None  # default: figures/<profile>/b4_sequence_length
+taus = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3]  # thresholds of the usefulness curve
+matched_share = 0.75  # the paper's usefulness at its base length 1024 (Table 3): our T=128's share at the matched tau
+entropy_threshold = 0.01  # the threshold of the per-evaluation-length sparsity claims (the middle of the three)
+
+# %%
+figures_dir = figures_dir or f"figures/{profile}/b4_sequence_length"
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+
+from cod import plots
+from cod.analysis import load_attention
+from cod.ladder import Rung, load_ladder
+from cod.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, best_of, compare, monotone
+
+VARIANTS = ["t32", "t64", "t128", "t256", "t512", "t1024"]
+LADDER = [Rung(f"T={v[1:]}", "b_sequence_length", v) for v in VARIANTS]
+# PAPER_NUMBERS.md, B-Table 3: T = 256 ... 8192, each against ours at an eighth of it
+PAPER = pd.DataFrame({"T_paper": [256, 512, 1024, 2048, 4096, 8192],
+                      "val_ppl": [18.51, 15.71, 14.77, 14.51, 14.52, 16.30],
+                      "causal": [0.24, 0.25, 0.28, 0.30, 0.31, 0.29],
+                      "permutation": [0.41, 0.45, 0.46, 0.50, 0.81, 0.49],
+                      "usefulness": [0.69, 0.75, 0.75, 0.81, 0.81, 0.75]}, index=[rung.label for rung in LADDER])
+runs_dir, analysis_dir = Path(runs_root) / profile, Path(analyses_root) / profile / "b_sequence_length"
+ladder = load_ladder(LADDER, runs_dir, Path(analyses_root) / profile)
+settings = json.loads((analysis_dir / "settings.json").read_text())
+baseline, shortest, longest = "T=128", LADDER[0].label, LADDER[-1].label
+tau = ladder.analyses[baseline, ladder.seeds[0]].usefulness.tau
+display(ladder.runs[["rung", "seed", "status", "steps", "tokens", "val_ppl", "last_var_train", "causal",
+                     "permutation", "usefulness"]].round(4))
+print(f"attention evaluated at {settings['attention_lengths']} tokens, thresholds {settings['attention_thresholds']}")
+
+# %% [markdown]
+# ## The verdict rule, fixed before the numbers
+# "X falls (rises) with the training length" is **reproduced** when, in every seed, X follows the
+# paper's direction along the six lengths (Spearman correlation with the order at least 0.8)
+# and the longest differs from the shortest in that direction by more than the seed spread
+# (`cod.verdicts.monotone`); **not reproduced** when the opposite holds by the same standard;
+# **inconclusive** otherwise. Attention sparsity and entropy are judged so at the longest
+# evaluation length (the paper's Figs. 5-6), at each threshold, and at every evaluation length
+# at the threshold `entropy_threshold` (Figs. 14-18). "Perplexity has an interior optimum" is
+# reproduced when the length of the lowest mean perplexity is neither the shortest nor the
+# longest and beats both of them by `compare`; not reproduced when an end length is best and
+# beats every other by `best_of`; inconclusive otherwise. The gains the paper reports from 256 to
+# 2048 are judged between our 32 and 256 by `compare`. Usefulness is read at the paper's tau and,
+# as labelled sensitivities, at the matched tau (the threshold at which our 128-token runs have
+# the paper's useful share at its 1024, set from them alone) and before thresholding.
+
+# %%
+matched = ladder.match_tau(baseline, matched_share)
+print(f"matched tau = {matched:.4g}: our T=128 runs have a useful share of about {matched_share} there")
+attention = {(r.rung, r.seed): load_attention(analysis_dir / f"{rung.variant}_s{r.seed}")
+             for r in ladder.runs.itertuples() for rung in LADDER
+             if rung.label == r.rung and (analysis_dir / f"{rung.variant}_s{r.seed}" / "attention.json").exists()}
+eval_lengths = sorted(next(iter(attention.values())))
+thresholds = settings["attention_thresholds"]
+attention_rows = pd.DataFrame([
+    {"rung": rung, "seed": seed, "eval_length": length, "entropy": at.global_entropy,
+     **{f"sparsity@{eps:g}": value for eps, value in zip(at.thresholds, at.global_sparsity)}}
+    for (rung, seed), stats in attention.items() for length, at in stats.items()])
+Path(figures_dir).mkdir(parents=True, exist_ok=True)
+ladder.runs.to_csv(Path(figures_dir) / "per_run.csv", index=False)
+ladder.layers.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
+attention_rows.to_csv(Path(figures_dir) / "attention.csv", index=False)
+
+
+def attention_by_seed(column: str, length: int) -> pd.DataFrame:
+    """Rows: training lengths in order; columns: seeds; `column` at evaluation length `length`."""
+    rows = attention_rows[attention_rows["eval_length"] == length]
+    return rows.pivot_table(index="rung", columns="seed", values=column).reindex(ladder.labels)
+
+
+# %% [markdown]
+# ## Fig. 5a: the last layer's output variance during training
+# Every run takes 580 steps of 1,024 tokens, so the curves are aligned by step and by token.
+
+# %%
+fig = plots.ladder_variance(ladder, "last layer during training (Fig. 5a)")
+plots.save(fig, figures_dir, "fig5a_variance")
+plt.show()
+
+# %% [markdown]
+# ## Figs. 5b-d and 6: attention sparsity at the longest evaluation length
+# The share of attention weights (of the entries a query may attend to) below each threshold,
+# over every layer and head, against the training length; and per layer (Fig. 6) at 0.01.
+
+# %%
+fig, axes = plt.subplots(1, len(thresholds) + 1, figsize=(4.3 * (len(thresholds) + 1), 3.5))
+for ax, eps in zip(axes, thresholds):
+    plots.rung_scores(ax, attention_by_seed(f"sparsity@{eps:g}", eval_lengths[-1]), label=f"share below {eps:g}")
+    ax.set_title(f"sparsity at {eps:g}, evaluated at {eval_lengths[-1]}")
+colors = dict(zip(ladder.labels, plt.cm.viridis(np.linspace(0, 0.9, len(ladder.labels)))))
+middle = thresholds.index(entropy_threshold) if entropy_threshold in thresholds else 0
+for label in ladder.labels:
+    per_layer = pd.DataFrame({seed: stats[eval_lengths[-1]].sparsity[:, :, middle].mean(axis=1)
+                              for (rung, seed), stats in attention.items() if rung == label})
+    plots.seed_band(axes[-1], per_layer.index + 1, per_layer, colors[label], label, marker="o", markersize=3)
+axes[-1].set(xlabel="layer", ylabel=f"share below {thresholds[middle]:g}",
+             title=f"per layer at {eval_lengths[-1]} (Fig. 6)")
+axes[-1].legend(fontsize=7)
+plots.save(fig, figures_dir, "fig5bcd_6_attention_sparsity")
+plt.show()
+
+# %% [markdown]
+# ## Figs. 14-18: sparsity and entropy at every evaluation length
+# One line per evaluation length (mean over seeds, band min..max) against the training length.
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+length_colors = plt.cm.plasma(np.linspace(0, 0.85, len(eval_lengths)))
+for color, length in zip(length_colors, eval_lengths):
+    for ax, column in zip(axes, [f"sparsity@{thresholds[middle]:g}", "entropy"]):
+        values = attention_by_seed(column, length)
+        plots.seed_band(ax, np.arange(len(values)), values, color, f"evaluated at {length}", marker="o",
+                        markersize=3)
+for ax, title in zip(axes, [f"sparsity at {thresholds[middle]:g} (Figs. 14-17)", "entropy, nats (Fig. 18)"]):
+    ax.set_xticks(np.arange(len(ladder.labels)), ladder.labels)
+    ax.set_xlabel("training length")
+    ax.set_title(title)
+axes[1].legend(fontsize=7)
+plots.save(fig, figures_dir, "fig14_18_eval_lengths")
+plt.show()
+
+# %% [markdown]
+# ## Table 3: perplexity and the three scores, ours beside the paper's
+# The paper's row of each length is drawn against ours at an eighth of it.
+
+# %%
+table3 = ladder.table(["val_ppl", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched",
+                       "last_var_train"], PAPER)
+table3.insert(0, "paper's T", PAPER["T_paper"])
+table3.to_csv(Path(figures_dir) / "table3.csv")
+display(table3)
+
+fig = plots.ladder_scores(ladder, PAPER, matched)
+plots.save(fig, figures_dir, "table3_scores")
+plt.show()
+
+# %% [markdown]
+# ## Usefulness against tau (sensitivity)
+
+# %%
+curve = ladder.usefulness_curve(taus)
+curve.to_csv(Path(figures_dir) / "usefulness_vs_tau.csv")
+fig = plots.usefulness_curves(curve, tau, matched)
+plots.save(fig, figures_dir, "usefulness_vs_tau")
+plt.show()
+
+# %% [markdown]
+# ## Figs. 23-25: the scores layer by layer
+
+# %%
+fig = plots.rung_matrices(ladder, tau)
+plots.save(fig, figures_dir, "fig23_25_score_matrices")
+plt.show()
+
+# %% [markdown]
+# ## Claims, judged by the rule above
+
+# %%
+paired = ladder.paired_seeds
+values = {name: ladder.by_seed(name)[paired] for name in
+          ("val_ppl", "last_var_train", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched")}
+paper_32_to_256 = "T=256 vs T=32 (the paper's 2048 vs 256)"
+
+
+def interior_optimum() -> Verdict:
+    ppl = values["val_ppl"]
+    best = ppl.mean(axis=1).idxmin()
+    if best not in (shortest, longest):
+        ends = [compare(ppl.loc[best], ppl.loc[end]) for end in (shortest, longest)]
+        verdict = REPRODUCED if all(e.verdict == REPRODUCED for e in ends) else INCONCLUSIVE
+        return Verdict(verdict, f"lowest mean at {best}; against {shortest}: {ends[0].why}; against {longest}: "
+                                f"{ends[1].why}", ends[0].mean, ends[0].spread, ends[0].n)
+    at_end = best_of({label: ppl.loc[label] for label in ppl.index}, best)
+    verdict = NOT_REPRODUCED if at_end.verdict == REPRODUCED else INCONCLUSIVE
+    return Verdict(verdict, f"lowest mean at the end length {best}: {at_end.why}", at_end.mean, at_end.spread,
+                   at_end.n)
+
+
+claims = Claims("B", profile, paired)
+claims.add("b4-variance-falls-with-length", "Fig. 5a / section 4.1.2",
+           "The last layer's output variance falls as the training length grows", "falls; highest at 256",
+           monotone(values["last_var_train"], -1))
+for eps in thresholds:
+    claims.add(f"b4-sparsity-rises@{eps:g}", "Figs. 5b-d, 6",
+               f"Attention sparsity at {eps:g}, evaluated at the longest length ({eval_lengths[-1]}), rises with "
+               "the training length", "rises at every threshold",
+               monotone(attention_by_seed(f"sparsity@{eps:g}", eval_lengths[-1])[paired], +1))
+for length in eval_lengths:
+    claims.add(f"b4-sparsity-rises:eval{length}", "Figs. 14-17 / App. A.5",
+               f"Attention sparsity at {thresholds[middle]:g}, evaluated at {length} tokens, rises with the "
+               "training length", "rises at every evaluation length",
+               monotone(attention_by_seed(f"sparsity@{thresholds[middle]:g}", length)[paired], +1))
+    claims.add(f"b4-entropy-falls:eval{length}", "Fig. 18 / App. A.6",
+               f"Attention entropy, evaluated at {length} tokens, falls with the training length",
+               "falls at every evaluation length", monotone(attention_by_seed("entropy", length)[paired], -1))
+claims.add("b4-ppl-interior-optimum", "Table 3 / section 4.1.2",
+           "Perplexity is best at an interior training length, worse at both ends",
+           "best at 2048 (14.51); 16.30 at 8192",
+           interior_optimum())
+claims.add("b4-ppl-improves-to-2048", "Table 3", f"Perplexity improves from the shortest length: {paper_32_to_256}",
+           "18.51 -> 14.51", compare(values["val_ppl"].loc["T=256"], values["val_ppl"].loc[shortest]))
+for name, paper_value in (("causal", "0.24 -> 0.30"), ("permutation", "0.41 -> 0.50"), ("usefulness", "0.69 -> 0.81"),
+                          ("affine_rise", "implied by the rising usefulness (sensitivity: before the threshold)"),
+                          ("usefulness_matched", "0.69 -> 0.81 (sensitivity: matched tau)")):
+    claims.add(f"b4-{name.replace('_', '-')}-rises-to-2048", "Table 3", f"The {name} score rises: {paper_32_to_256}",
+               paper_value, compare(values[name].loc["T=256"], values[name].loc[shortest], higher_is_better=True))
+display(claims.save(figures_dir))
+
+# %% [markdown]
+# ## Reading the result
+# Built from the numbers of this run.
+
+# %%
+verdicts = {r["id"]: r["verdict"] for r in claims.rows}
+mean = {name: ladder.by_seed(name).mean(axis=1) for name in
+        ("val_ppl", "last_var_train", "causal", "permutation", "usefulness_matched")}
+at_longest = {column: attention_by_seed(column, eval_lengths[-1]).mean(axis=1)
+              for column in (f"sparsity@{thresholds[middle]:g}", "entropy")}
+display(Markdown(
+    f"Over seeds {paired} of the `{profile}` profile: " + "; ".join(f"**{v}** {k}" for k, v in verdicts.items())
+    + ".\n\n" + " ".join(
+        f"{name}: " + ", ".join(f"{k} {v:.4g}" for k, v in series.items()) + "."
+        for name, series in {**mean, **{f"{k} at {eval_lengths[-1]}": v for k, v in at_longest.items()}}.items())
+))
