@@ -11,7 +11,8 @@ fragmentation: `fits` leaves `MARGIN` of the GPU for them. Autocast runs as the 
 matrix products are CUDA's), and attention is the CPU's fused kernel, which, like CUDA's flash
 attention, keeps no T x T matrix. The vocabulary loss is sized at `SIZING_CHUNK` logits a chunk,
 which overstates its few temporaries by about a gigabyte, to spare thousands of fake ops. FSDP is
-not sized: every paper model fits one GPU unsharded.
+not sized: every paper model fits one GPU unsharded. A mixture of experts is sized at perfectly
+balanced load (each expert N k / n of the N tokens), whose dispatch fake tensors can shape.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import types
 import weakref
 from contextlib import contextmanager, nullcontext
 
@@ -29,7 +31,7 @@ from torch.utils._pytree import tree_flatten
 
 from cod.config import ImageSet, Norm, Precision, RunConfig
 from cod import loss
-from cod.model import Transformer
+from cod.model import MoE, Transformer, router_losses
 
 GPU_BYTES = 80 * 10**9  # an 80 GB H100 or A100
 MARGIN = 0.15  # share of the GPU left for the CUDA context, workspaces and fragmentation
@@ -109,7 +111,31 @@ def _model(cfg: RunConfig) -> Transformer:
     shape = cfg.model
     if shape.norm == Norm.ADMIN:  # its initialisation profiles real activations; its memory is Post-LN's
         shape = dataclasses.replace(shape, norm=Norm.POST_LN)
-    return VisionTransformer(shape, cfg.vision) if cfg.vision.dataset != ImageSet.NONE else Transformer(shape)
+    model = VisionTransformer(shape, cfg.vision) if cfg.vision.dataset != ImageSet.NONE else Transformer(shape)
+    for module in model.modules():
+        if isinstance(module, MoE):
+            module.forward = types.MethodType(_moe_at_balanced_load, module)
+    return model
+
+
+def _moe_at_balanced_load(self: MoE, x: torch.Tensor) -> torch.Tensor:
+    """`MoE.forward` with every expert given N k / n of the N tokens, the load the balancing loss
+    aims for: fake tensors cannot size the data-dependent dispatch, so it is sized at that load."""
+    flat = x.reshape(-1, x.shape[-1])  # (N, D)
+    logits, probs, gates, _ = self.route(flat)
+    n_experts = len(self.experts)
+    share = flat.shape[0] * self.top_k // n_experts
+    out = torch.zeros(flat.shape, dtype=torch.promote_types(flat.dtype, gates.dtype), device=flat.device)
+    for i, expert in enumerate(self.experts):
+        token = torch.arange(i * share, (i + 1) * share, device=flat.device) % flat.shape[0]
+        y = expert(flat.index_select(0, token)) * gates[token, i % self.top_k, None]  # (share, D)
+        out.index_add_(0, token, y.to(out.dtype))
+    if self.shared_expert is not None:
+        out = out + self.shared_expert(flat)
+    routing = router_losses(logits, probs, torch.full((n_experts,), float(share), device=flat.device))  # every call,
+    if self.records is not None:  # as MoE.forward: recomputation must repeat the same graph
+        self.records.append(routing)
+    return out.view(x.shape)
 
 
 @contextmanager
