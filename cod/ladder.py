@@ -58,11 +58,10 @@ class Ladder:
         counts = self.runs.groupby("seed")["rung"].nunique()
         return sorted(int(s) for s in counts.index[counts == len(self.rungs)])
 
-    def by_seed(self, column: str, paired: bool = False) -> pd.DataFrame:
-        """Rows: rungs in ladder order; columns: seeds (with `paired`, only `paired_seeds`);
-        values of `column` of the per-run table."""
+    def by_seed(self, column: str) -> pd.DataFrame:
+        """Rows: rungs in ladder order; columns: seeds; values of `column` of the per-run table."""
         table = self.runs.pivot_table(index="rung", columns="seed", values=column, dropna=False)
-        return table.reindex(self.labels)[self.paired_seeds] if paired else table.reindex(self.labels)
+        return table.reindex(self.labels)
 
     def analyses_of(self, label: str) -> list[LayerAnalysis]:
         """The stored layer scores of rung `label`'s runs, in seed order."""
