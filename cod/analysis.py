@@ -92,6 +92,11 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
     spec = analysis_settings(name, params)
     profile = params["profile"]
     runs = analysed_runs(spec, params)
+    longest = max(spec["attention_lengths"] or [0])
+    too_short = {run.name: run.config.model.max_seq_len for run in runs if run.config.model.max_seq_len < longest}
+    if too_short:
+        raise ConfigError(f"analyses.{name}: attention_lengths up to {longest} exceed the max_seq_len of {too_short}; "
+                          f"allowed: 1..{min(too_short.values())}")
     missing = [run.name for run in runs if not (run.weights / "model.pt").exists()]
     if missing:
         raise FileNotFoundError(f"no weights for {missing} in checkpoints/{profile}/{spec['experiment']}: "
@@ -115,9 +120,6 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
             save_layers(layers, folder)
         if spec["attention_lengths"]:
             longest = max(spec["attention_lengths"])
-            if longest > cfg.model.max_seq_len:
-                raise ConfigError(f"analyses.{name}: attention_lengths up to {longest} exceed the max_seq_len of "
-                                  f"{run.name}; allowed: 1..{cfg.model.max_seq_len}")
             idx, _, _ = held_out_tokens(ROOT / cfg.data.dataset_dir / "val.bin", longest,
                                         max(longest, spec["attention_tokens"]), 0)
             save_attention(attention_at_lengths(model, idx.to(device), spec["attention_lengths"],

@@ -169,6 +169,15 @@ def test_stored_layer_analysis_reads_back_as_the_same_objects(tmp_path):
     assert load_complete(tmp_path, ["size"], ["run", "absent"]) == {}  # a variant missing: left out
 
 
+def test_attention_lengths_beyond_a_models_positions_are_refused_before_any_run():
+    from cod.analysis import analyse
+
+    params = smoke_params()
+    params["analyses"]["b_depth"] = {**params["analyses"]["b_depth"], "attention_lengths": [16, 4096]}
+    with pytest.raises(ConfigError, match="attention_lengths up to 4096 exceed the max_seq_len of .*allowed: 1..64"):
+        analyse("b_depth", params)
+
+
 def test_attention_at_several_lengths_reads_back(tmp_path):
     torch.manual_seed(0)
     model = Transformer(ModelConfig(vocab_size=61, d_model=16, n_layers=2, n_heads=2, max_seq_len=16)).eval()
