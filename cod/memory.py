@@ -31,7 +31,7 @@ from torch.utils._pytree import tree_flatten
 
 from cod.config import ImageSet, Norm, Precision, RunConfig
 from cod import loss
-from cod.model import MoE, Transformer, router_losses
+from cod.model import MoE, Transformer
 
 GPU_BYTES = 80 * 10**9  # an 80 GB H100 or A100
 MARGIN = 0.15  # share of the GPU left for the CUDA context, workspaces and fragmentation
@@ -114,28 +114,17 @@ def _model(cfg: RunConfig) -> Transformer:
     model = VisionTransformer(shape, cfg.vision) if cfg.vision.dataset != ImageSet.NONE else Transformer(shape)
     for module in model.modules():
         if isinstance(module, MoE):
-            module.forward = types.MethodType(_moe_at_balanced_load, module)
+            module.assignments = types.MethodType(_balanced_assignments, module)
     return model
 
 
-def _moe_at_balanced_load(self: MoE, x: torch.Tensor) -> torch.Tensor:
-    """`MoE.forward` with every expert given N k / n of the N tokens, the load the balancing loss
-    aims for: fake tensors cannot size the data-dependent dispatch, so it is sized at that load."""
-    flat = x.reshape(-1, x.shape[-1])  # (N, D)
-    logits, probs, gates, _ = self.route(flat)
-    n_experts = len(self.experts)
-    share = flat.shape[0] * self.top_k // n_experts
-    out = torch.zeros(flat.shape, dtype=torch.promote_types(flat.dtype, gates.dtype), device=flat.device)
-    for i, expert in enumerate(self.experts):
-        token = torch.arange(i * share, (i + 1) * share, device=flat.device) % flat.shape[0]
-        y = expert(flat.index_select(0, token)) * gates[token, i % self.top_k, None]  # (share, D)
-        out.index_add_(0, token, y.to(out.dtype))
-    if self.shared_expert is not None:
-        out = out + self.shared_expert(flat)
-    routing = router_losses(logits, probs, torch.full((n_experts,), float(share), device=flat.device))  # every call,
-    if self.records is not None:  # as MoE.forward: recomputation must repeat the same graph
-        self.records.append(routing)
-    return out.view(x.shape)
+def _balanced_assignments(self: MoE, chosen: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """`MoE.assignments` at perfectly balanced load, N k / n of the N tokens per expert (what the
+    balancing loss aims for): fake tensors cannot size the data-dependent dispatch."""
+    n_tokens, n_experts = chosen.shape[0], len(self.experts)
+    share = n_tokens * self.top_k // n_experts
+    tokens = [torch.arange(i * share, (i + 1) * share, device=chosen.device) % n_tokens for i in range(n_experts)]
+    return [(token, torch.full_like(token, i % self.top_k)) for i, token in enumerate(tokens)]
 
 
 @contextmanager

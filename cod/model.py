@@ -251,13 +251,16 @@ class MoE(nn.Module):
             gates = gates / gates.sum(dim=-1, keepdim=True)
         return logits, probs, gates, chosen
 
+    def assignments(self, chosen: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Per expert i, the tokens (n_i,) that chose it among their k (N, k), and at which rank."""
+        return [(chosen == i).nonzero(as_tuple=True) for i in range(len(self.experts))]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1])  # (N, D)
         logits, probs, gates, chosen = self.route(flat)
         out = torch.zeros(flat.shape, dtype=torch.promote_types(flat.dtype, gates.dtype), device=flat.device)
         counts = []
-        for i, expert in enumerate(self.experts):
-            token, slot = (chosen == i).nonzero(as_tuple=True)  # (n_i,) tokens that chose expert i, at rank slot
+        for expert, (token, slot) in zip(self.experts, self.assignments(chosen)):
             y = expert(flat.index_select(0, token)) * gates[token, slot].unsqueeze(-1)  # (n_i, D)
             out.index_add_(0, token, y.to(out.dtype))
             counts.append(token.numel())

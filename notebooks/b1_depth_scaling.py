@@ -53,6 +53,7 @@ variants = ["d12", "d16", "d24", "d32"]  # named after the paper's depth; the pr
 figures_dir = figures_dir or f"figures/{profile}/b1_depth_scaling"
 
 # %%
+import dataclasses
 import json
 import warnings
 from pathlib import Path
@@ -65,7 +66,7 @@ from IPython.display import Markdown, display
 from cod import plots
 from cod.analysis import load_layers, load_zero_shot
 from cod.results import load_final, load_history, load_layer_stats, spread
-from cod.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, accuracy_floor, compare, every_seed
+from cod.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, accuracy_floor, every_seed, monotone
 
 PAPER_DEPTH = {v: int(v[1:]) for v in variants}
 # PAPER_NUMBERS.md: B-Table 1 and B-Figure 2 (project page)
@@ -427,14 +428,6 @@ display(t1)
 # judged, as the usefulness score before thresholding.
 
 # %%
-def depth_trend(column: str) -> pd.Series:
-    """Per seed: Spearman correlation of `column` with depth (NaN where it is constant)."""
-    frame = by_seed(column)
-    with warnings.catch_warnings(action="ignore"):  # a constant column has no rank correlation: NaN
-        return frame.apply(lambda values: pd.Series(values.to_numpy()).corr(pd.Series(frame.index),
-                                                                           method="spearman"))
-
-
 def by_depth(column: str) -> str:
     """Mean ± std over seeds of `column` for each paper depth."""
     values = by_seed(column)
@@ -443,22 +436,12 @@ def by_depth(column: str) -> str:
 
 
 def trend(column: str, sign: int, floor: float = 0.0) -> Verdict:
-    """The rule for "`column` rises (sign +1) / falls (-1) with depth": Spearman rho with depth
-    at least 0.8 in that direction in every seed, and the deepest model beyond the shallowest in
-    that direction by `compare` (every seed, gap above the seed spread and `floor`)."""
-    rho, values = depth_trend(column), by_seed(column)
-    ends = compare(values.loc[values.index.max()], values.loc[values.index.min()], higher_is_better=sign > 0,
-                   floor=floor)
-    along, against = (sign * rho >= 0.8 - 1e-9), (sign * rho <= -0.8 + 1e-9)  # rho of one swap is 0.8
-    if along.all() and ends.verdict == REPRODUCED:
-        verdict = REPRODUCED
-    elif against.all() and ends.verdict == NOT_REPRODUCED:
-        verdict = NOT_REPRODUCED
-    else:
-        verdict = INCONCLUSIVE
-    why = (f"by paper depth {by_depth(column)}; Spearman rho with depth per seed "
-           f"{', '.join(f'{r:+.2f}' for r in rho)}; deepest vs shallowest: {ends.why}")
-    return Verdict(verdict, why, ends.mean, ends.spread, ends.n)
+    """The rule for "`column` rises (sign +1) / falls (-1) with depth" (`cod.verdicts.monotone`):
+    Spearman rho with depth at least 0.8 in that direction in every seed, and the deepest model
+    beyond the shallowest in that direction by `compare` (every seed, gap above the seed spread
+    and `floor`)."""
+    verdict = monotone(by_seed(column), sign, floor)
+    return dataclasses.replace(verdict, why=f"by paper depth {by_depth(column)}; {verdict.why}")
 
 
 deep_depth, shallow_depth = max(PAPER_DEPTH[v] for v in variants), min(PAPER_DEPTH[v] for v in variants)

@@ -181,15 +181,12 @@ plt.show()
 # dotted line, where its models of 16-32 layers have E / L = 0.81-0.56.
 
 # %%
-def useful_share(a, t: float) -> float:
-    return a.usefulness.at(t).score
-
-
-curve = pd.DataFrame({m: [useful_share(a, t) for t in taus] for m, a in scores.items()}, index=taus)
+curve = pd.DataFrame({m: [a.usefulness.at(t).score for t in taus] for m, a in scores.items()}, index=taus)
 for v in ladder_variants:
     runs = [a for (w, _), a in ladder_scores.items() if w == v]
     if runs:
-        curve[f"ladder {v} (L={len(runs[0].variance)})"] = [np.mean([useful_share(a, t) for a in runs]) for t in taus]
+        curve[f"ladder {v} (L={len(runs[0].variance)})"] = [np.mean([a.usefulness.at(t).score for a in runs])
+                                                             for t in taus]
 curve.index.name = "tau"
 display(curve.round(3))
 curve.to_csv(Path(figures_dir) / "usefulness_vs_tau.csv")
@@ -325,7 +322,7 @@ for m, a in scores.items():
         f"{a.variance[0]:.3g} after block 1 and {a.variance[-1]:.3g} after block {L}.")
 if ladder_runs:
     a = next(iter(ladder_runs.values()))
-    share = np.mean([useful_share(r, tau) for r in ladder_runs.values()])
+    share = np.mean([r.usefulness.at(tau).score for r in ladder_runs.values()])
     lines.append(f"Our ladder's {deepest} (L = {len(a.variance)}): useful share {share:.2f} at tau = {tau:g}, "
                  f"mean U_l {np.mean([r.usefulness.relative_increase.mean() for r in ladder_runs.values()]):.3g}.")
 lines.append("Verdicts: " + "; ".join(f"{k}: **{v}**" for k, v in verdicts.items()) + ".")
