@@ -21,6 +21,11 @@ of them starts.
 variant and seed starts from the base run of the same name and keeps its model and data
 settings; they train in DVC's finetune@NAME stage, after the base's train@ stage.
 
+A variant's values are absolute (`model.d_ff: 48`), so a variant whose meaning is relative to
+its size carries a `profiles:` entry of its own, applied last for that profile: the paper
+profile's value of the same rung (`profiles: {paper: {model.d_ff: 3072}}`); `seeds: []` there
+leaves a rung out of that profile.
+
 A variant marked `equal_flops: true` trains for the steps that give it the training FLOPs of
 the experiment's shared settings (`cod.flops`): paper B's GQA runs, whose fewer KV heads buy
 more tokens.
@@ -171,6 +176,11 @@ def _sweep_runs(experiment: str, spec: dict[str, Any], params: dict[str, Any], s
     runs = []
     for variant, changes in spec["variants"].items():
         changes = dict(changes or {})
+        by_profile = changes.pop("profiles", {})
+        if set(by_profile) - set(PROFILES):
+            raise ConfigError(f"{section}.{experiment} ({variant}): profiles {sorted(set(by_profile) - set(PROFILES))} "
+                              f"are not profiles; allowed: {', '.join(PROFILES)}")
+        changes.update(by_profile.get(name, {}))
         size = changes.pop("size", spec.get("size"))
         seeds = changes.pop("seeds", spec.get("seeds", profile["seeds"]))
         cost_factor = float(changes.pop("cost_factor", 1.0))

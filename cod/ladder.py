@@ -10,6 +10,7 @@ judges them without parsing files:
     ladder.by_seed("val_ppl")          # rungs (in order) x seeds
     ladder.table(["val_ppl", "causal"], paper)   # the paper's table, ours beside its values
     ladder.usefulness_curve(taus)      # E / L against tau, mean over seeds
+    ladder.mean_accuracy(["arc_challenge", "hellaswag"])   # a column: zero-shot accuracy averaged over tasks
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from cod.analysis import load_layers
+from cod.analysis import load_layers, load_zero_shot
 from cod.metrics.effectiveness import WEIGHT_THRESHOLDS, LayerAnalysis
 from cod.metrics.usefulness import matched_tau
 from cod.results import load_final, load_history, load_layer_stats, spread
@@ -33,6 +34,7 @@ class Rung:
     experiment: str  # its runs: runs/<profile>/<experiment>/<variant>_s<seed>/
     variant: str
     analysis: str | None = None  # its layer scores: analyses/<profile>/<analysis>/; None: named as the experiment
+    zero_shot: str | None = None  # its zero-shot accuracies (zero_shot.json) there; None: the layer scores' folder
 
 
 @dataclass
@@ -94,6 +96,18 @@ class Ladder:
                          for column in columns if column in paper})
         return pd.DataFrame(rows, index=pd.Index(self.labels, name="rung"))
 
+    def mean_accuracy(self, tasks: Sequence[str], metric: str = "acc_norm") -> str:
+        """Adds the column `mean_<metric>`: each run's zero-shot `metric` averaged over `tasks`
+        (NaN where a task was not scored), and returns its name."""
+        columns = [f"{metric}:{task}" for task in tasks]
+        missing = [c for c in columns if c not in self.runs]
+        if missing:
+            raise KeyError(f"no zero-shot {missing} in any run of the ladder; scored: "
+                           f"{', '.join(c for c in self.runs if ':' in c) or 'none'}")
+        name = f"mean_{metric}"
+        self.runs[name] = self.runs[columns].mean(axis=1, skipna=False)
+        return name
+
     def usefulness_curve(self, taus: Sequence[float]) -> pd.DataFrame:
         """Useful share E / L at each tau (rows) for each rung (columns), mean over its analysed seeds."""
         return pd.DataFrame({label: [np.mean([a.usefulness.at(t).score for a in self.analyses_of(label)] or [np.nan])
@@ -139,7 +153,10 @@ def load_ladder(rungs: Sequence[Rung], runs_root: str | Path, analyses_root: str
         for _, final in finals.iterrows():
             folder = Path(analyses_root) / (rung.analysis or rung.experiment) / f"{rung.variant}_s{final['seed']}"
             analysis = load_layers(folder) if (folder / "layers.json").exists() else None
-            runs.append(_run_row(rung, final, analysis, logged))
+            scored = folder.parent.parent / (rung.zero_shot or folder.parent.name) / folder.name
+            accuracy = load_zero_shot(scored) if (scored / "zero_shot.json").exists() else []
+            runs.append({**_run_row(rung, final, analysis, logged),
+                         **{f"{key}:{r['task']}": r[key] for r in accuracy for key in ("acc", "acc_norm", "n")}})
             if analysis is None:
                 continue
             analyses[rung.label, int(final["seed"])] = analysis

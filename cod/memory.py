@@ -10,9 +10,13 @@ AdamW state and activations. It does not count the CUDA context, library workspa
 fragmentation: `fits` leaves `MARGIN` of the GPU for them. Autocast runs as the CPU's (its bf16
 matrix products are CUDA's), and attention is the CPU's fused kernel, which, like CUDA's flash
 attention, keeps no T x T matrix. The vocabulary loss is sized at `SIZING_CHUNK` logits a chunk,
-which overstates its few temporaries by about a gigabyte, to spare thousands of fake ops. FSDP is
-not sized: every paper model fits one GPU unsharded. A mixture of experts is sized at perfectly
-balanced load (each expert N k / n of the N tokens), whose dispatch fake tensors can shape.
+which overstates its few temporaries by about a gigabyte, to spare thousands of fake ops. A
+mixture of experts is sized at perfectly balanced load (each expert N k / n of the N tokens),
+whose dispatch fake tensors can shape.
+
+FSDP is estimated, not traced (`sharded_peak`): the paper's two large MoE models (6-8B
+parameters in all) do not fit one GPU unsharded, and the CLI prints, for a run that does not
+fit, its estimated peak when `train.parallel: fsdp` shards it over `SHARDS` GPUs.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from cod.model import MoE, Transformer
 GPU_BYTES = 80 * 10**9  # an 80 GB H100 or A100
 MARGIN = 0.15  # share of the GPU left for the CUDA context, workspaces and fragmentation
 BLOCK = 512  # bytes: the CUDA caching allocator's rounding
+SHARDS = 8  # GPUs a run that does not fit one is estimated over (one node)
 SIZING_CHUNK = 2**27  # logits per chunk of the vocabulary loss when sizing: 0.5 GB in fp32, 40x the trainer's
 
 
@@ -102,6 +107,17 @@ def training_peak(cfg: RunConfig, world_size: int = 1) -> int:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
     return live.peak
+
+
+def sharded_peak(cfg: RunConfig, world_size: int = SHARDS) -> int:
+    """Estimated peak bytes on one of `world_size` processes of FSDP, which shards each block
+    (cod.train): `training_peak` of that process's batch, less the share of the fp32 weights,
+    gradients and AdamW moments (16 bytes a parameter) held by the other processes, plus the
+    largest block's weights and gradients gathered whole."""
+    with FakeTensorMode():
+        model = _model(cfg)
+        n, block = model.num_params(), max(sum(p.numel() for p in b.parameters()) for b in model.blocks)
+    return training_peak(cfg, world_size) - 16 * n * (world_size - 1) // world_size + 8 * block
 
 
 def _model(cfg: RunConfig) -> Transformer:
@@ -181,10 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     for label, cfg in distinct_shapes(params).items():
         peak = training_peak(cfg)
-        ok &= fits(peak)
+        sharded = None if fits(peak) else sharded_peak(cfg)
+        ok &= fits(peak) or fits(sharded)
         print(f"{label:<32} {_params(cfg) / 1e9:>6.2f}B {cfg.data.batch_size:>6} "
               f"{cfg.train.micro_batch or cfg.data.batch_size:>6} {str(cfg.train.recompute):>9} "
-              f"{peak / 1e9:>8.1f}  {'yes' if fits(peak) else 'NO'}", flush=True)
+              f"{peak / 1e9:>8.1f}  " + ("yes" if sharded is None else
+                                         f"NO; FSDP over {SHARDS} GPUs: {sharded / 1e9:.1f} GB (estimated), "
+                                         f"{'fits' if fits(sharded) else 'does NOT fit'}"), flush=True)
     return 0 if ok else 1
 
 

@@ -47,9 +47,15 @@ def test_variant_seeds_and_the_profiles_seed_cap():
     assert {run.seed for run in resolve_runs("a_250m", params)} == {0}
 
 
+def with_planned_moe(params: dict) -> dict:
+    """params with a planned copy of b_recipe (the MoE ladder of issue 10), as a later issue would declare it."""
+    params["planned"] = {"b_planned": {**params["experiments"]["b_recipe"], "issue": 10}}
+    return params
+
+
 def test_planned_runs_are_costed_by_shape_but_never_trained():
-    params = smoke_params()
-    planned = resolve_runs("b_recipe", params, section="planned")
+    params = with_planned_moe(smoke_params())
+    planned = resolve_runs("b_planned", params, section="planned")
     moe = next(run for run in planned if run.variant == "moe")
     assert moe.status() == "planned" and moe.planned == "#10"
     assert moe.config.model.ffn == "moe"  # a valid run of the MoE code, planned: the pipeline does not train it
@@ -57,9 +63,26 @@ def test_planned_runs_are_costed_by_shape_but_never_trained():
     assert all(run.planned is None for run in all_runs(params, planned=False))
 
 
+def test_a_variants_own_profile_entry_applies_last_and_can_drop_the_rung():
+    params = load_params()
+    params["profile"] = "paper"
+    gqa = next(run for run in resolve_runs("b_recipe", params) if run.variant == "gqa")
+    assert (gqa.config.data.seq_len, gqa.config.model.n_kv_heads, gqa.config.model.n_heads) == (4096, 8, 16)
+    params["profile"] = "default"
+    gqa = next(run for run in resolve_runs("b_recipe", params) if run.variant == "gqa")
+    assert (gqa.config.data.seq_len, gqa.config.model.n_kv_heads) == (256, 2)  # the default's own values
+    spec = params["experiments"]["b_recipe"]["variants"]
+    spec["gqa"] = {**spec["gqa"], "profiles": {"default": {"seeds": []}}}
+    assert "gqa" not in {run.variant for run in resolve_runs("b_recipe", params)}
+    spec["gqa"]["profiles"] = {"gpu": {}}
+    with pytest.raises(ConfigError, match="b_recipe \\(gqa\\): profiles \\['gpu'\\] are not profiles; "
+                                          "allowed: smoke, default, paper"):
+        resolve_runs("b_recipe", params)
+
+
 def test_plan_prints_every_experiment_and_the_totals():
     printed = io.StringIO()
-    hours = plan(smoke_params(), out=printed)
+    hours = plan(with_planned_moe(smoke_params()), out=printed)
     text = printed.getvalue()
     for name in ("a0_miniature", "a_130m", "b_depth", "a_350m", "b_moe", "b_recipe"):
         assert name in text

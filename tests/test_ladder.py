@@ -60,6 +60,28 @@ def test_a_ladder_reads_every_rung_in_order_with_its_scores(tmp_path, analysis):
     assert list(ladder.last_variance_during_training()["B"].index) == [20]
 
 
+def test_a_ladder_reads_zero_shot_accuracy_from_its_own_folder(tmp_path):
+    def scored(folder, arc, hella):
+        folder.mkdir(parents=True)
+        rows = [{"task": "arc_challenge", "acc": arc, "acc_norm": arc + 0.01, "n": 299, "chance": 0.25},
+                {"task": "hellaswag", "acc": hella, "acc_norm": hella + 0.01, "n": 1000, "chance": 0.25}]
+        (folder / "zero_shot.json").write_text(json.dumps(rows))
+
+    write_run(tmp_path, "exp", "a_s0")
+    write_run(tmp_path, "base", "d_s0")
+    scored(tmp_path / "analyses" / "exp" / "a_s0", 0.2, 0.3)
+    scored(tmp_path / "analyses" / "base_items" / "d_s0", 0.3, 0.5)  # another analysis than its layer scores'
+    ladder = load_ladder([Rung("A", "exp", "a"), Rung("D", "base", "d", zero_shot="base_items")],
+                         tmp_path / "runs", tmp_path / "analyses")
+    column = ladder.mean_accuracy(["arc_challenge", "hellaswag"])
+    assert column == "mean_acc_norm"
+    assert ladder.by_seed(column)[0].to_list() == pytest.approx([0.26, 0.41])
+    assert ladder.by_seed(ladder.mean_accuracy(["hellaswag"], "acc"))[0].to_list() == pytest.approx([0.3, 0.5])
+    assert ladder.by_seed("n:arc_challenge")[0].to_list() == [299, 299]
+    with pytest.raises(KeyError, match="no zero-shot \\['acc_norm:mmlu'\\]"):
+        ladder.mean_accuracy(["mmlu"])
+
+
 def test_a_ladder_names_a_missing_rung(tmp_path):
     write_run(tmp_path, "exp", "a_s0")
     with pytest.raises(FileNotFoundError, match="no run of variant 'zz'"):
