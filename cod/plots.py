@@ -8,6 +8,7 @@ a fixed resolution with tight bounds.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import matplotlib as mpl
@@ -139,7 +140,9 @@ def rung_matrices(ladder, tau: float):
     labels = [label for label in ladder.labels if analyses[label]]
     fig, axes = plt.subplots(3, len(labels), figsize=(3.4 * len(labels) + 1, 9.5), squeeze=False)
     for row, name in enumerate(["causal", "permutation"]):
-        means = [np.nanmean([getattr(a, name).matrix for a in analyses[label]], axis=0) for label in labels]
+        with warnings.catch_warnings():  # cells outside a matrix's triangle are NaN in every seed, and stay so
+            warnings.simplefilter("ignore", RuntimeWarning)
+            means = [np.nanmean([getattr(a, name).matrix for a in analyses[label]], axis=0) for label in labels]
         heatmaps(fig, axes[row], means, f"{name} score", cmap="viridis")
         for col, label in enumerate(labels):
             n = len(means[col])
