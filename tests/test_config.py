@@ -132,7 +132,8 @@ def test_paper_profile_runs_a_few_steps_at_reduced_width():
     for experiment in params["experiments"]:
         run = resolve_runs(experiment, params)[0]
         cfg = apply_overrides(run.config, {"model.d_model": 32, "model.n_heads": 2, "model.d_ff": 64,
-                                           "model.n_layers": 2, "model.vocab_size": 512})
+                                           "model.n_layers": 2, "model.vocab_size": 512,
+                                           "model.n_kv_heads": 1 if run.config.model.n_kv_heads else None})
         model = Transformer(cfg.model)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         idx = torch.randint(0, 512, (2, cfg.data.seq_len))
