@@ -16,7 +16,9 @@ whose dispatch fake tensors can shape.
 
 FSDP is estimated, not traced (`sharded_peak`): the paper's two large MoE models (6-8B
 parameters in all) do not fit one GPU unsharded, and the CLI prints, for a run that does not
-fit, its estimated peak when `train.parallel: fsdp` shards it over `SHARDS` GPUs.
+fit, its estimated peak when `train.parallel: fsdp` shards it over `SHARDS` GPUs. A run whose
+weights, gradients and AdamW moments alone exceed the GPU (`state_bytes`) is not traced
+unsharded: the CLI prints that lower bound after a '>'.
 """
 
 from __future__ import annotations
@@ -200,11 +202,12 @@ def main(argv: list[str] | None = None) -> int:
         peak = training_peak(cfg) if traced else state_bytes(cfg)
         sharded = None if fits(peak) else sharded_peak(cfg)
         ok &= fits(peak) or fits(sharded)
+        shown = f"{peak / 1e9:.1f}" if traced else f">{peak / 1e9:.1f}"
+        verdict = "yes" if sharded is None else (f"NO; FSDP over {SHARDS} GPUs: {sharded / 1e9:.1f} GB (estimated), "
+                                                 + ("fits" if fits(sharded) else "does NOT fit"))
         print(f"{label:<32} {_params(cfg) / 1e9:>6.2f}B {cfg.data.batch_size:>6} "
-              f"{cfg.train.micro_batch or cfg.data.batch_size:>6} {str(cfg.train.recompute):>9} "
-              f"{'' if traced else '>'}{peak / 1e9:>{8 if traced else 7}.1f}  " + ("yes" if sharded is None else
-                                         f"NO; FSDP over {SHARDS} GPUs: {sharded / 1e9:.1f} GB (estimated), "
-                                         f"{'fits' if fits(sharded) else 'does NOT fit'}"), flush=True)
+              f"{cfg.train.micro_batch or cfg.data.batch_size:>6} {str(cfg.train.recompute):>9} {shown:>8}  {verdict}",
+              flush=True)
     return 0 if ok else 1
 
 
