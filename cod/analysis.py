@@ -119,7 +119,6 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
                 layers = analyse_layers(model, x, y, x_fit, x_jac, tau=spec["tau"], seed=run.seed)
             save_layers(layers, folder)
         if spec["attention_lengths"]:
-            longest = max(spec["attention_lengths"])
             idx, _, _ = held_out_tokens(ROOT / cfg.data.dataset_dir / "val.bin", longest,
                                         max(longest, spec["attention_tokens"]), 0)
             save_attention(attention_at_lengths(model, idx.to(device), spec["attention_lengths"],
