@@ -17,9 +17,17 @@ same `--seconds` window and report tokens/s. The ratio is taken within each roun
 change of the machine's speed between rounds (other tenants, clock) cancels, and the table
 gives the median ratio with its range over rounds. The matmul peak that model FLOP
 utilisation (MFU) is measured against is taken the same way: both workers multiply 1024 x
-1024 matrices at once. Peak memory is each worker's own resident peak (CPU) or allocated
-peak (GPU). Model FLOPs count 6 x matrix parameters (unembedding included) plus causal
+1024 matrices at once, twice before the rounds and twice after, and the best counts (a
+neighbour's burst during one measurement would otherwise lower the peak and inflate the
+MFU). Peak memory is each worker's own resident peak (CPU) or allocated peak (GPU). Model
+FLOPs count 6 x matrix parameters (unembedding included) plus causal
 attention, per token.
+
+**The bound.** Each worker also times the matrix products of one step alone
+(`cod.flops.step_products`: every linear layer's forward and two backward products,
+attention's six batched products, fused as far as they can be), each at its shape, best of 5,
+in whichever orientation runs faster. The MFU a step made of nothing else would reach is the
+`bound` column: no implementation built on these BLAS products gets above it.
 
 **Where the time went** (torch.profiler, a130m, one thread, 2026-11-23), and what changed:
 - 35% in the fused CPU attention kernel (`_scaled_dot_product_flash_attention_for_cpu` and
@@ -35,11 +43,18 @@ attention, per token.
   single exp (the fp32 logits never exist; see #14 for the memory side).
 - 4% in AdamW's per-parameter loop: the trainer's AdamW is now fused on CPUs too.
 - q, k, v (and gate, up) are one product each, with rotary applied to q and k at once.
-What remains is mostly the block matrix products at widths 24-96 (40-70 GFLOP/s, against
-a peak of about 85) and elementwise work (norms, rotary, SiLU), whose cost per token is
-fixed by the width. Model FLOPs per token are dominated by attention over the sequence and
-the 2,048-wide unembedding, so MFU at widths 16-48 stays well below the 50% a wide model
-reaches (the table reports it).
+What remains (2026-11-24, a_w48 alone on one thread, 200 ms a step; HF 226 ms): 44% in the
+matrix products (89 ms; HF 81 ms: the rotary trick adds (H + KV) head sizes of columns to our
+q/k/v product), 23% in the fused attention kernel at 12-dimensional heads (47 ms; HF the same
+kernel, 46 ms; `cod.attention` there is no faster, 199 against 200 ms a step), the rest in
+elementwise work (norms, rotary, SiLU, residual adds) and the optimiser. 1.5x HF would be a
+151 ms step, of which products and attention alone take 136 ms: everything else would have
+to fit in 15 ms, against 66 ms now. Products whose inner dimension is the width (every
+forward product and input gradient, e.g. (2048, 48) @ (48, 256) at 41 GFLOP/s and the
+logits' (256, 48) @ (48, 2048) at 28) run far below the peak, those whose inner dimension
+is the tokens (weight gradients) near it. The `bound` column is what that leaves for MFU:
+40-77% at the default shapes and below 50% at a_w16, b_d32 and b_d32_narrow, where no
+implementation built on these products reaches 50% MFU.
 """
 
 from __future__ import annotations
@@ -56,7 +71,7 @@ import torch
 
 from cod.config import ModelConfig, OptimConfig
 from cod.experiments import load_params
-from cod.flops import flops_per_token
+from cod.flops import flops_per_token, step_products
 from cod.model import Transformer
 
 MATMUL_N = 1024  # side of the square matrices the peak is measured on
@@ -105,6 +120,7 @@ class Worker:
         self.dtype = torch.bfloat16 if bf16 else torch.float32
         self.autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16)
         self.flops_per_token = flops_per_token(cfg, shape["seq"])
+        self.products = step_products(cfg, shape["batch"], shape["seq"])
         for _ in range(3):
             self.step()
         _sync(self.device)
@@ -139,6 +155,26 @@ class Worker:
             best = min(best, time.perf_counter() - start)
         return 2 * MATMUL_N**3 / best
 
+    def products_seconds(self, repeats: int = 5) -> float:
+        """Seconds of one step's matrix products alone (`step_products`), each the best of
+        `repeats`, taken in whichever orientation (C = A B or C^T = B^T A^T) runs faster."""
+        return sum(count * min(self._product(batch, m, k, n, repeats), self._product(batch, n, k, m, repeats))
+                   for count, batch, m, k, n in self.products)
+
+    def _product(self, batch: int, m: int, k: int, n: int, repeats: int) -> float:
+        """Best seconds of (batch, m, k) @ (batch, k, n) into a preallocated output."""
+        a = torch.randn(batch, m, k, device=self.device, dtype=self.dtype)
+        b = torch.randn(batch, k, n, device=self.device, dtype=self.dtype)
+        out = torch.empty(batch, m, n, device=self.device, dtype=self.dtype)
+        best = float("inf")
+        for _ in range(repeats):
+            _sync(self.device)
+            start = time.perf_counter()
+            torch.bmm(a, b, out=out)
+            _sync(self.device)
+            best = min(best, time.perf_counter() - start)
+        return best
+
     def peak_mb(self) -> float:
         if self.device.type == "cuda":
             return torch.cuda.max_memory_allocated(self.device) / 2**20
@@ -168,6 +204,8 @@ def serve(impl: str, shape: dict, threads: int, device: str, bf16: bool) -> None
             answer = {"tokens_per_s": worker.train_for(command["seconds"])}
         elif command["do"] == "peak":
             answer = {"flops": worker.matmul_peak()}
+        elif command["do"] == "products":
+            answer = {"seconds": worker.products_seconds()}
         else:
             answer = {"peak_mb": worker.peak_mb()}
         print(json.dumps(answer), flush=True)
@@ -216,6 +254,8 @@ def compare(shape: dict, args: argparse.Namespace) -> dict:
     pair = Pair(shape, args)
     peaks = [statistics.mean(a["flops"] for a in pair.ask(do="peak").values()) for _ in range(2)]
     rounds = [pair.ask(do="train", seconds=args.seconds) for _ in range(args.rounds)]
+    products = pair.ask(do="products")["ours"]["seconds"]
+    peaks += [statistics.mean(a["flops"] for a in pair.ask(do="peak").values()) for _ in range(2)]
     memory = pair.close()
     speed = {impl: [r[impl]["tokens_per_s"] for r in rounds] for impl in ("ours", "hf")}
     ratios = [o / h for o, h in zip(speed["ours"], speed["hf"])]
@@ -225,6 +265,7 @@ def compare(shape: dict, args: argparse.Namespace) -> dict:
         "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
         "mfu_ours": statistics.median(speed["ours"]) * flops / peak,
         "mfu_hf": statistics.median(speed["hf"]) * flops / peak,
+        "mfu_products": shape["batch"] * shape["seq"] / products * flops / peak,
         "peak_gflops": peak / 1e9,
         "mb_ours": memory["ours"]["peak_mb"], "mb_hf": memory["hf"]["peak_mb"],
     }
@@ -283,11 +324,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{time.strftime('%Y-%m-%d')}, device {args.device}, {dtype}, two workers side by side with "
           f"{args.threads} thread(s) each, {args.rounds} rounds of {args.seconds:g} s per shape")
     print(f"{'shape':<13} {'ours tok/s':>10} {'HF tok/s':>9} {'ratio':>6} {'(range)':>11} {'ours MFU':>8} "
-          f"{'HF MFU':>7} {'peak GF/s':>9} {'ours MB':>8} {'HF MB':>6}")
+          f"{'HF MFU':>7} {'bound':>6} {'peak GF/s':>9} {'ours MB':>8} {'HF MB':>6}")
     for name in args.shapes or shapes:
         r = compare(shapes[name], args)
         print(f"{name:<13} {r['ours']:>10.0f} {r['hf']:>9.0f} {r['ratio']:>6.2f} "
               f"{'(%.2f-%.2f)' % (r['ratio_min'], r['ratio_max']):>11} {r['mfu_ours']:>8.1%} {r['mfu_hf']:>7.1%} "
+              f"{r['mfu_products']:>6.1%} "
               f"{r['peak_gflops']:>9.1f} {r['mb_ours']:>8.0f} {r['mb_hf']:>6.0f}", flush=True)
     if args.analysis:
         print("\nfull layer analysis (analyse_layers, analyses.a_250m's tokens, one thread), seconds per score:")

@@ -22,6 +22,7 @@ def test_side_by_side_rounds_give_the_median_ratio_and_its_range():
     assert result["ratio_min"] <= result["ratio"] <= result["ratio_max"]
     assert result["ours"] > 0 and result["hf"] > 0 and result["peak_gflops"] > 0
     assert 0 < result["mfu_ours"] < 1 and result["mb_ours"] > 0 and result["mb_hf"] > 0
+    assert result["mfu_ours"] < result["mfu_products"]  # a whole step is slower than its products alone
 
 
 def test_unknown_shape_is_refused_before_any_worker_starts(capsys):
