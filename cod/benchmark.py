@@ -120,7 +120,7 @@ class Worker:
         self.dtype = torch.bfloat16 if bf16 else torch.float32
         self.autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16)
         self.flops_per_token = flops_per_token(cfg, shape["seq"])
-        self.products = step_products(cfg, shape["batch"], shape["seq"])
+        self.cfg, self.batch, self.seq = cfg, shape["batch"], shape["seq"]
         for _ in range(3):
             self.step()
         _sync(self.device)
@@ -159,7 +159,7 @@ class Worker:
         """Seconds of one step's matrix products alone (`step_products`), each the best of
         `repeats`, taken in whichever orientation (C = A B or C^T = B^T A^T) runs faster."""
         return sum(count * min(self._product(batch, m, k, n, repeats), self._product(batch, n, k, m, repeats))
-                   for count, batch, m, k, n in self.products)
+                   for count, batch, m, k, n in step_products(self.cfg, self.batch, self.seq))
 
     def _product(self, batch: int, m: int, k: int, n: int, repeats: int) -> float:
         """Best seconds of (batch, m, k) @ (batch, k, n) into a preallocated output."""

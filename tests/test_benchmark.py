@@ -29,3 +29,9 @@ def test_unknown_shape_is_refused_before_any_worker_starts(capsys):
     with pytest.raises(SystemExit):
         benchmark.main(["--shapes", "a_w99"])
     assert "allowed: a_w16" in capsys.readouterr().err
+
+
+def test_a_mixture_of_experts_is_timed_alone_for_the_plan():
+    shape = {"model": {"vocab_size": 64, "max_seq_len": 16, "d_model": 8, "n_layers": 1, "n_heads": 2, "ffn": "moe",
+                       "moe_experts": 4, "moe_top_k": 2}, "batch": 2, "seq": 8}
+    assert benchmark.measure("ours", shape, steps=2) > 0  # the products' bound is dense-only; training is not
