@@ -64,6 +64,7 @@ from cod.data.images import ImageBatches, load_images
 from cod.data.instructions import InstructionBatches
 from cod.data.loader import TokenBatches, eval_windows
 from cod.data.prepare import prepare_command
+from cod.host import keep_freed_memory
 from cod.loss import IGNORE_INDEX
 from cod.model import Transformer
 from cod.metrics.variance import layer_variances
@@ -181,6 +182,7 @@ class Trainer:
         self.identity = fingerprint.describe(cfg) if identify else None
         self.dist = Dist(device, distributed)
         torch.set_num_threads(cfg.train.threads)
+        keep_freed_memory()  # no page faults on every step's activations (cod.host)
         torch.manual_seed(cfg.seed)
         np.random.seed(cfg.seed)
         dataset = Path(cfg.data.dataset_dir)
