@@ -46,19 +46,19 @@ in whichever orientation runs faster. The MFU a step made of nothing else would 
 - Page faults: glibc gave the activations' memory back to the kernel after every step and
   faulted it in again in the next (about 1 ms per 2 MB). `cod.host` keeps freed memory in the
   process; the trainer and both workers here set it. Side by side, ours gained 2-17% and HF
-  2-21% (HF holds the full logits), so the ratios fell from 1.15-1.70 to 1.04-1.55.
+  2-21%, so the ratios fell from 1.15-1.70 to 1.04-1.55.
 What remains (2026-11-24, a_w48 alone on one thread, with `cod.host`: 200 ms a step; HF 214
 ms): 44% in the matrix products (88 ms; HF 77 ms: the rotary trick adds (H + KV) head sizes
 of columns to our q/k/v product), 23% in the fused attention kernel at 12-dimensional heads
 (47 ms; HF the same kernel, 45 ms; `cod.attention` there is no faster, 199 against 200 ms a
 step), the rest in elementwise work (norms, rotary, SiLU, residual adds) and the optimiser.
 1.5x HF would be a 143 ms step, of which products and attention alone take 135 ms:
-everything else would have to fit in 8 ms, against 66 ms now. Products whose inner dimension is the width (every
-forward product and input gradient, e.g. (2048, 48) @ (48, 256) at 41 GFLOP/s and the
-logits' (256, 48) @ (48, 2048) at 28) run far below the peak, those whose inner dimension
-is the tokens (weight gradients) near it. The `bound` column is what that leaves for MFU:
-41-77% at the default shapes and below 50% at a_w16, b_d24, b_d32 and b_d32_narrow, where no
-implementation built on these products reaches 50% MFU.
+everything else would have to fit in 8 ms, against 66 ms now. Products whose inner
+dimension is the width (every forward product and input gradient, e.g. (2048, 48) @ (48,
+256) at 41 GFLOP/s and the logits' (256, 48) @ (48, 2048) at 28) run far below the peak,
+those whose inner dimension is the tokens (weight gradients) near it. The `bound` column is
+what that leaves for MFU: 41-77% at the default shapes and below 50% at a_w16, b_d24, b_d32
+and b_d32_narrow, where no implementation built on these products reaches 50% MFU.
 """
 
 from __future__ import annotations
