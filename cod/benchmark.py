@@ -260,7 +260,7 @@ def compare(shape: dict, args: argparse.Namespace) -> dict:
     pair = Pair(shape, args)
     peaks = [statistics.mean(a["flops"] for a in pair.ask(do="peak").values()) for _ in range(2)]
     rounds = [pair.ask(do="train", seconds=args.seconds) for _ in range(args.rounds)]
-    products = pair.ask(do="products")["ours"]["seconds"]
+    products = pair.ask(do="products")["ours"]["seconds"]  # both time the same shapes at once, as in the rounds
     peaks += [statistics.mean(a["flops"] for a in pair.ask(do="peak").values()) for _ in range(2)]
     memory = pair.close()
     speed = {impl: [r[impl]["tokens_per_s"] for r in rounds] for impl in ("ours", "hf")}
