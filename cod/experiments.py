@@ -55,8 +55,8 @@ from cod.flops import flops_per_token
 from cod.train import is_complete
 
 ROOT = Path(__file__).resolve().parent.parent
-PROFILES = ("smoke", "default", "paper")
-PROFILE_KEYS = ("jobs", "seeds", "max_seeds", "base", "sizes", "gpus_per_run")
+PROFILES = ("smoke", "default", "headline", "paper")
+PROFILE_KEYS = ("jobs", "seeds", "max_seeds", "base", "sizes", "gpus_per_run", "experiments")
 COUNTS = ("jobs", "gpus_per_run")  # profile settings that are positive integers (default 1)
 SECTIONS = ("experiments", "finetunes")  # where trained runs are declared
 
@@ -138,6 +138,21 @@ def profile_settings(params: dict[str, Any]) -> dict[str, Any]:
     return profile
 
 
+def in_profile(experiment: str, spec: dict[str, Any], params: dict[str, Any]) -> bool:
+    """Whether `experiment` has runs under the active profile: the profile's `experiments:` list
+    names it (no list: every experiment) and its own `profiles_only:` (none: every profile) names
+    the profile."""
+    listed = profile_settings(params).get("experiments")
+    only = spec.get("profiles_only")
+    for name, allowed in (("experiments", listed), ("profiles_only", only)):
+        if allowed is not None and not isinstance(allowed, list):
+            raise ConfigError(f"{name}={allowed!r} ({experiment}) is not allowed; allowed: a list of names")
+    if only is not None and set(only) - set(PROFILES):
+        raise ConfigError(f"{experiment}: profiles_only {sorted(set(only) - set(PROFILES))} are not profiles; "
+                          f"allowed: {', '.join(PROFILES)}")
+    return (listed is None or experiment in listed) and (only is None or params["profile"] in only)
+
+
 def section_of(experiment: str, params: dict[str, Any]) -> str:
     """The section of params.yaml that declares `experiment` as a trained experiment."""
     for section in SECTIONS:
@@ -155,6 +170,8 @@ def resolve_runs(experiment: str, params: dict[str, Any], section: str | None = 
     if experiment not in experiments:
         raise ConfigError(f"{section}.{experiment} is not declared; allowed: {', '.join(experiments)}")
     spec = experiments[experiment]
+    if not in_profile(experiment, spec, params):
+        return []
     planned = f"#{spec.get('issue', '?')}" if section == "planned" else None
     runs = _finetune_runs(experiment, spec, params) if section == "finetunes" else \
         _sweep_runs(experiment, spec, params, section, planned)
@@ -337,8 +354,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="runs side by side (default: the profile's jobs)")
     parser.add_argument("--runs", choices=["todo", "all"], help="plan: also one line per run to train, or per run")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
+    parser.add_argument("--profile", choices=PROFILES, help="the profile to use (default: params.yaml's)")
     args = parser.parse_args(argv)
     params = load_params(args.params)
+    params["profile"] = args.profile or params["profile"]
     if args.action == "prepare":
         prepare(params)
     elif args.action == "plan":

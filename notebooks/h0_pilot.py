@@ -1,0 +1,183 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # H0 · Choosing the headline profile
+#
+# Not a paper item: the pilot that fixes the `headline` profile, the second CPU profile on which
+# the papers' headline questions (does LNS cure the curse of depth? when does sparsity help?) are
+# judged. The `default` miniature is barely a language model: its 130M stand-in ends at
+# validation perplexity 236 on a corpus where a count-based bigram model reaches about 66, and its
+# deep layers are not measurably less effective. A treatment cannot cure a disease its baseline
+# does not have.
+#
+# **The criterion, committed before any pilot or treatment run** (`cod/pilot.py`, parameters
+# below). It concerns the Pre-LN baseline alone: no LNS, sparsity or other treatment run is
+# trained by this pilot or read by this notebook. A candidate meets it when its Pre-LN run passes
+# all four tests:
+# 1. *A real language model.* Validation loss at least **2.25 nats** below the unigram model's
+#    cross-entropy (token frequencies of the training split): perplexity at most e^-2.25 = 10.5%
+#    of the unigram's. A bigram model of the training split (counts, interpolated 0.9 / 0.1
+#    with add-one unigram frequencies) is shown beside it: the margin asks for more than what one
+#    token of context buys.
+# 2. *Variance grows with depth.* At the end of training the blocks' output variance (per-token
+#    variance across the hidden dimension, paper B eq. 4, logged during training on fixed
+#    validation tokens) rises with the block index: Spearman rho >= 0.9, and the last block's is
+#    at least 4x the first block's.
+# 3. *Variance grows over training in the deep layers.* From step 0 to the end, the deepest
+#    quarter of blocks grows at least 2x as much as the shallowest quarter (geometric means of
+#    each block's end/start ratio): the depth profile is learned, not an initialisation offset
+#    (the `default` profile's Fig. 4 gap was 1.58x at step 0 and 1.57x at the end).
+# 4. *Deep blocks are less effective.* Removing one of the deepest third of blocks raises the
+#    validation loss, on average, by at most half of what removing one of the shallowest third
+#    does (block 1 left out: every architecture depends on its first block). Scored by the
+#    package's own removal score (`analyse@h0_pilot`, the analysis every notebook uses).
+#
+# **Choice.** Among candidates meeting all four, the cheapest: single-core hours of one run, its
+# tokens over its shape's measured training throughput (the fastest run of that width: runs train
+# two side by side and any other load only slows them). Never by whether LNS or a sparsity rung
+# wins: no such run exists when the choice is made.
+#
+# **The candidates.** Paper A's recipe as in `default` (peak lr 1e-3, 10% warmup, cosine to 10%,
+# AdamW without decay, 32 sequences of 64 tokens a step, the 2,048-token BPE vocabulary of the
+# offline corpus) at paper A's 12-layer depth, widths 64, 96 and 128 (heads of 16), each at 2M,
+# 4M and 8M tokens (the training split holds 10M; no run repeats it). One seed each, trained
+# cheapest first. Each must finish within two hours on one core. If none meets the criterion, no
+# profile is chosen from this grid, and a next round (wider, or longer sequences) is added here
+# under the same criterion.
+
+# %% tags=["parameters"]
+profile = "headline"  # smoke | headline: which pilot runs to read
+experiment = "h0_pilot"  # runs/<profile>/<experiment>/<variant>_s<seed>/
+analysis = "h0_pilot"  # analyses/<profile>/<analysis>/: the removal scores of test 4
+runs_root = "runs"
+analyses_root = "analyses"
+figures_dir = None  # default: figures/<profile>/h0_pilot
+margin_nats = 2.25  # test 1
+min_rho = 0.9  # test 2
+min_depth_ratio = 4.0  # test 2
+min_growth_ratio = 2.0  # test 3
+max_removal_ratio = 0.5  # test 4
+
+# %%
+figures_dir = figures_dir or f"figures/{profile}/h0_pilot"
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+
+from cod import plots
+from cod.analysis import load_analyses
+from cod.compare import unigram_perplexity
+from cod.config import run_config_from_dict
+from cod.pilot import Criterion, bigram_perplexity, cheapest, judge
+from cod.results import load_final, load_layer_stats
+
+criterion = Criterion(margin_nats, min_rho, min_depth_ratio, min_growth_ratio, max_removal_ratio)
+runs_dir = Path(runs_root) / profile / experiment
+final = load_final(experiment, runs_dir.parent).set_index("variant")
+stats = load_layer_stats(experiment, runs_dir.parent)
+layers = load_analyses(Path(analyses_root) / profile / analysis, final.index)
+configs = {v: run_config_from_dict(json.loads((runs_dir / f"{v}_s{s}" / "config.json").read_text()))
+           for v, s in final["seed"].items()}
+first = next(iter(configs.values()))
+unigram = unigram_perplexity(first.data.dataset_dir, first.train.eval_tokens)
+bigram = bigram_perplexity(first.data.dataset_dir, first.train.eval_tokens)
+print(f"{len(final)} pilot runs; validation perplexity of the unigram model {unigram:.1f} "
+      f"({np.log(unigram):.2f} nats), of the bigram model {bigram:.1f} ({np.log(bigram):.2f} nats, "
+      f"{np.log(unigram) - np.log(bigram):.2f} below the unigram)")
+
+# %% [markdown]
+# ## The four tests on every candidate
+# One row per Pre-LN run; `meets` is all four tests at once. Cost: single-core hours of one run.
+
+# %%
+speed = final.groupby(final.index.map(lambda v: configs[v].model.d_model))["tokens_per_s"].max()
+rows = {}
+for variant, run in final.iterrows():
+    at = stats[stats["variant"] == variant]
+    start = at[at["step"] == at["step"].min()].sort_values("layer")["resid_var"].to_numpy()
+    end = at[at["step"] == at["step"].max()].sort_values("layer")["resid_var"].to_numpy()
+    cfg = configs[variant]
+    rise = layers[variant, run["seed"]].removal.loss_increase
+    rows[variant] = {"width": cfg.model.d_model, "layers": cfg.model.n_layers, "tokens (M)": run["tokens"] / 1e6,
+                     "non-embedding params (M)": run["params_non_embedding"] / 1e6, "val ppl": run["val_ppl"],
+                     "core_hours": run["tokens"] / speed[cfg.model.d_model] / 3600,
+                     **judge(run["val_loss"], unigram, start, end, rise, criterion)}
+candidates = pd.DataFrame(rows).T.sort_values("core_hours")
+for column in ("real_lm", "grows_with_depth", "grows_in_training", "deep_less_effective", "meets"):
+    candidates[column] = candidates[column].astype(bool)
+Path(figures_dir).mkdir(parents=True, exist_ok=True)
+candidates.to_csv(Path(figures_dir) / "candidates.csv")
+display(candidates.round(3))
+
+# %% [markdown]
+# ## The tests as pictures
+# Left: validation perplexity against tokens per width, with the thresholds of test 1 and the
+# bigram model. Middle: each candidate's final output variance by block (test 2). Right: the
+# loss rise when each block is removed (test 4), normalised by the shallow third's mean.
+
+# %%
+widths = sorted(candidates["width"].unique())
+colors = dict(zip(widths, plt.cm.viridis(np.linspace(0.0, 0.85, len(widths)))))
+fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+for width in widths:
+    at = candidates[candidates["width"] == width].sort_values("tokens (M)")
+    axes[0].plot(at["tokens (M)"], at["val ppl"], "o-", color=colors[width], label=f"width {width}")
+axes[0].axhline(unigram * np.exp(-margin_nats), color="0.3", linestyle="--",
+                label=f"test 1: {margin_nats} nats below the unigram")
+axes[0].axhline(bigram, color="0.6", linestyle=":", label="bigram model of the training split")
+axes[0].set_xlabel("training tokens (millions)")
+axes[0].set_ylabel("validation perplexity")
+axes[0].legend(fontsize=8)
+for variant, row in candidates.iterrows():
+    at = stats[(stats["variant"] == variant) & (stats["step"] == stats[stats["variant"] == variant]["step"].max())]
+    style = {"color": colors[row["width"]], "alpha": 0.4 + 0.2 * np.log2(row["tokens (M)"]) / 1.5}
+    axes[1].plot(at["layer"], at["resid_var"], **style)
+    rise = layers[variant, final.loc[variant, "seed"]].removal.loss_increase
+    third = max(1, len(rise) // 3)
+    axes[2].plot(np.arange(1, len(rise) + 1), rise / rise[1:1 + third].mean(), **style)
+axes[1].set_yscale("log")
+axes[1].set_xlabel("block")
+axes[1].set_ylabel("output variance at the end of training")
+axes[2].axhline(max_removal_ratio, color="0.3", linestyle="--", label=f"test 4: {max_removal_ratio} of the shallow third")
+axes[2].set_yscale("log")
+axes[2].set_xlabel("block removed")
+axes[2].set_ylabel("loss rise / shallow third's mean")
+axes[2].legend(fontsize=8)
+fig.suptitle(f"Pilot of the headline profile: Pre-LN at 12 layers ({profile} profile; darker: more tokens)")
+plots.save(fig, figures_dir, "pilot_tests")
+plt.show()
+
+# %% [markdown]
+# ## The choice
+
+# %%
+chosen = cheapest(candidates)
+if chosen is None:
+    text = ("**No candidate meets the criterion**, so no headline profile is chosen from this grid. "
+            "Failing tests per candidate are in the table above.")
+else:
+    row = candidates.loc[chosen]
+    text = (f"**Chosen: `{chosen}`**, width {row['width']} at {row['layers']} layers and {row['tokens (M)']:.0f}M "
+            f"tokens, {row['core_hours']:.2f} single-core hours a run: validation perplexity {row['val ppl']:.1f} "
+            f"({row['margin_nats']:.2f} nats below the unigram model), output variance rho {row['rho_depth']:.2f} "
+            f"with depth and {row['depth_ratio']:.1f}x from the first block to the last, deep-quarter growth "
+            f"{row['growth_ratio']:.1f}x the shallow quarter's, deep-third removal cost "
+            f"{row['removal_ratio']:.2f} of the shallow third's.")
+Path(figures_dir, "choice.md").write_text(text + "\n")
+display(Markdown(text))
