@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from cod.config import ConfigError
-from cod.experiments import ROOT, load_params, resolve_runs
+from cod.experiments import PROFILES, ROOT, load_params, resolve_runs
 from cod.metrics.attention import AttentionStats, attention_at_lengths
 from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
 
@@ -58,7 +58,7 @@ OPTIONAL = {
 def analysis_settings(name: str, params: dict[str, Any]) -> dict[str, Any]:
     """The settings of analysis `name` under the active profile (its `profiles:` entry applied
     last, as for experiments), checked: every key known, none missing."""
-    analyses = params.get("analyses") or {}
+    analyses = {**(params.get("analyses") or {}), **(params.get("headline_analyses") or {})}
     if name not in analyses:
         raise ConfigError(f"analyses.{name} is not declared; allowed: {', '.join(analyses)}")
     spec = {**OPTIONAL, **analyses[name]}
@@ -332,11 +332,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("model", nargs="?", help="with open_weights: the decoder (one of open_weights.models)")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     parser.add_argument("--device", choices=DEVICES, help="where the models run (default: cuda when available)")
+    parser.add_argument("--profile", choices=PROFILES, help="the profile to use (default: params.yaml's)")
     args = parser.parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA device is visible here; allowed here: cpu")
     params = load_params(args.params)
+    params["profile"] = args.profile or params["profile"]
     if args.analysis == "open_weights":
         if args.model is None:
             parser.error(f"open_weights needs a model; allowed: {', '.join(open_weight_settings(params)['models'])}")

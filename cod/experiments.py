@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ("smoke", "default", "headline", "paper")
 PROFILE_KEYS = ("jobs", "seeds", "max_seeds", "base", "sizes", "gpus_per_run", "experiments")
 COUNTS = ("jobs", "gpus_per_run")  # profile settings that are positive integers (default 1)
-SECTIONS = ("experiments", "finetunes")  # where trained runs are declared
+SECTIONS = ("experiments", "finetunes", "headline_experiments")  # where trained runs are declared
 
 
 @dataclass

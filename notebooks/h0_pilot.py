@@ -146,7 +146,8 @@ axes[0].set_ylabel("validation perplexity")
 axes[0].legend(fontsize=8)
 for variant, row in candidates.iterrows():
     at = stats[(stats["variant"] == variant) & (stats["step"] == stats[stats["variant"] == variant]["step"].max())]
-    style = {"color": colors[row["width"]], "alpha": 0.4 + 0.2 * np.log2(row["tokens (M)"]) / 1.5}
+    budgets = sorted(candidates.loc[candidates["width"] == row["width"], "tokens (M)"])
+    style = {"color": colors[row["width"]], "alpha": 0.35 + 0.65 * budgets.index(row["tokens (M)"]) / max(1, len(budgets) - 1)}
     axes[1].plot(at["layer"], at["resid_var"], **style)
     rise = layers[variant, final.loc[variant, "seed"]].removal.loss_increase
     third = max(1, len(rise) // 3)
@@ -159,7 +160,7 @@ axes[2].set_yscale("log")
 axes[2].set_xlabel("block removed")
 axes[2].set_ylabel("loss rise / shallow third's mean")
 axes[2].legend(fontsize=8)
-fig.suptitle(f"Pilot of the headline profile: Pre-LN at 12 layers ({profile} profile; darker: more tokens)")
+fig.suptitle(f"Pilot of the headline profile: Pre-LN at {candidates['layers'].iloc[0]} layers ({profile} profile; darker: more tokens)")
 plots.save(fig, figures_dir, "pilot_tests")
 plt.show()
 

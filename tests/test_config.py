@@ -95,7 +95,7 @@ def test_unknown_experiment_and_profile_are_refused(tmp_path):
         resolve_runs("a4_variance", params)
     bad = tmp_path / "params.yaml"
     bad.write_text("profile: huge\n")
-    with pytest.raises(ConfigError, match="allowed: smoke, default, paper"):
+    with pytest.raises(ConfigError, match="allowed: smoke, default, headline, paper"):
         load_params(bad)
 
 

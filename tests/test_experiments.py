@@ -76,7 +76,7 @@ def test_a_variants_own_profile_entry_applies_last_and_can_drop_the_rung():
     assert "gqa" not in {run.variant for run in resolve_runs("b_recipe", params)}
     spec["gqa"]["profiles"] = {"gpu": {}}
     with pytest.raises(ConfigError, match="b_recipe \\(gqa\\): profiles \\['gpu'\\] are not profiles; "
-                                          "allowed: smoke, default, paper"):
+                                          "allowed: smoke, default, headline, paper"):
         resolve_runs("b_recipe", params)
 
 
@@ -309,3 +309,18 @@ def test_profile_settings_are_checked(tmp_path, monkeypatch):
         resolve_runs("demo", params)
     for name in ("smoke", "default", "paper"):
         experiments.profile_settings({**load_params(), "profile": name})  # params.yaml's profiles pass
+
+
+def test_a_profile_trains_only_the_experiments_it_names_and_that_name_it():
+    params = load_params()
+    params["profile"] = "headline"
+    assert resolve_runs("a_130m", params) == []  # not in the headline profile's experiments
+    assert {run.variant for run in resolve_runs("h0_pilot", params)} >= {"w64_t2m", "w128_t8m"}
+    params["profile"] = "default"
+    assert resolve_runs("h0_pilot", params) == []  # profiles_only: [headline, smoke]
+    assert all(run.experiment != "h0_pilot" for run in all_runs(params))
+    params["profile"] = "smoke"
+    assert {run.config.train.steps for run in resolve_runs("h0_pilot", params)} == {6}
+    params["headline_experiments"]["h0_pilot"]["profiles_only"] = ["headlines"]
+    with pytest.raises(ConfigError, match="profiles_only.*allowed: smoke, default, headline, paper"):
+        resolve_runs("h0_pilot", params)

@@ -44,7 +44,7 @@ def smoke_repo(tmp_path_factory) -> Path:
     (ROOT / ".cache").mkdir(exist_ok=True)  # converted open-weight models: made once, shared with test_pretrained
     (repo / ".cache").symlink_to(ROOT / ".cache", target_is_directory=True)
     params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["profile"] = "smoke"
+    params["profile"] = params["headline_profile"] = params["notebooks"]["h0_pilot"]["profile"] = "smoke"
     # one decoder, the adapted one (Gemma-3): a Jacobian costs width x depth backward passes at any token count,
     # and the converted decoders run the code of tests/test_open_weights.py
     params["open_weights"]["models"] = ["gemma3-270m"]
@@ -116,7 +116,7 @@ def test_a_fresh_clone_regenerates_every_notebook_without_training(smoke_repo):
     assert {p: p.stat().st_mtime_ns for p in results} == results, "a run or analysis was rewritten"
     assert all(executed[name].stat().st_mtime_ns > before[name] for name in notebooks)
     stale = json.loads(_run(["dvc", "status", "--json"], smoke_repo))
-    assert stale and all(name.startswith(("train@", "finetune@", "analyse@")) for name in stale), stale
+    assert stale and all(name.startswith(("train@", "finetune@", "analyse@", "train_headline@", "analyse_headline@")) for name in stale), stale
     assert all("checkpoints/smoke" in json.dumps(changes) for changes in stale.values())
 
 
