@@ -1,19 +1,19 @@
 """Perplexity tables of variants compared over seeds: cells beside the paper's, and failed runs.
 
 The verdict rule every table is judged by lives in `cod/verdicts.py` (`compare`, `best_of`,
-`every_seed`); this module only prepares the per-seed values it is applied to. What counts as
+`monotone`); this module only prepares the per-seed values it is applied to. What counts as
 a failed run was fixed before any table was filled (paper A's Tables 1, 3, 6, 7, 8):
 
 * A run **failed** (the paper's perplexities above 1000) when the trainer stopped it as
   diverged, or when its validation perplexity is no better than a unigram model of the
-  training split: a model that learned nothing about context. Its perplexity counts as
-  infinite, so it loses every comparison.
+  training split: a model that learned nothing about context. A failed run counts as no better
+  than the unigram model: its perplexity is the larger of its own and the failure line's (the
+  failure line's when the trainer stopped it with none), and the tables count it apart.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -44,11 +44,12 @@ def failure_line(runs_root: str | Path, experiment: str) -> float:
 
 
 def mark_failed(final: pd.DataFrame, chance_ppl: float) -> pd.DataFrame:
-    """`final` (cod.results.load_final) with `failed` and `ppl` (val_ppl; inf when failed)."""
+    """`final` (cod.results.load_final) with `failed` and `ppl` (val_ppl; when failed, the larger
+    of val_ppl and `chance_ppl`, and `chance_ppl` without a val_ppl)."""
     out = final.copy()
     ppl = pd.to_numeric(out["val_ppl"], errors="coerce")
     out["failed"] = (out["status"] == "diverged") | ppl.isna() | (ppl >= chance_ppl)
-    out["ppl"] = ppl.where(~out["failed"], math.inf)
+    out["ppl"] = ppl.where(~out["failed"], ppl.clip(lower=chance_ppl).fillna(chance_ppl))
     return out
 
 
@@ -57,23 +58,30 @@ def by_seed(table: pd.DataFrame, variant: str, value: str = "ppl") -> pd.Series:
     return table[table["variant"] == variant].set_index("seed")[value].sort_index()
 
 
-def cell(values: pd.Series, raw: pd.Series | None = None, digits: int = 1) -> str:
-    """'mean ± std (n=K)' of per-seed values over the seeds that did not fail (inf); failed seeds
-    are counted apart with their raw values (`raw`, e.g. val_ppl; 'diverged' where the trainer
-    stopped the run), as the paper prints a diverged run's perplexity."""
+def _failed(values: pd.Series, failed: pd.Series | None) -> pd.Series:
+    """Per seed of `values`: True where `failed` (by seed) says so or the value is not finite."""
+    flags = failed.reindex(values.index, fill_value=False).astype(bool) if failed is not None else False
+    return ~np.isfinite(values) | flags
+
+
+def cell(values: pd.Series, raw: pd.Series | None = None, digits: int = 1, failed: pd.Series | None = None) -> str:
+    """'mean ± std (n=K)' of per-seed values over the seeds that did not fail (`failed`, by seed,
+    e.g. mark_failed's column; an infinite value counts as failed too); failed seeds are counted
+    apart with their raw values (`raw`, e.g. val_ppl; 'diverged' where the trainer stopped the
+    run), as the paper prints a diverged run's perplexity."""
     values = values.dropna()
     if values.empty:
         return "not trained"
-    finite = values[np.isfinite(values)]
-    failed = values.index[~np.isfinite(values)]
+    bad = _failed(values, failed)
+    finite, failed_seeds = values[~bad], values.index[bad]
     text = ""
     if len(finite):
         text = f"{finite.mean():.{digits}f}" + (f" ± {finite.std():.{digits}f}" if len(finite) > 1 else "")
         text += f" (n={len(finite)})"
-    if len(failed):
+    if len(failed_seeds):
         shown = "" if raw is None else ": " + ", ".join(
-            "diverged" if pd.isna(raw.get(seed)) else f"{raw.get(seed):.{digits}f}" for seed in failed)
-        text += f"{', ' if text else ''}failed {len(failed)}/{len(values)}{shown}"
+            "diverged" if pd.isna(raw.get(seed)) else f"{raw.get(seed):.{digits}f}" for seed in failed_seeds)
+        text += f"{', ' if text else ''}failed {len(failed_seeds)}/{len(values)}{shown}"
     return text
 
 
@@ -95,24 +103,26 @@ def load_sweep(experiments: dict[str, str], runs_root: str | Path, chance_ppl: f
 
 
 def ppl_table(sweep: pd.DataFrame, rows: dict[str, str], paper: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Rows {label: variant} by the sizes of `sweep`: our perplexity cell, and the paper's value
-    beside it where `paper` (same labels, sizes as columns) has one."""
+    """Rows {label: variant} by the sizes of `sweep` (`load_sweep`: with `failed` marked): our
+    perplexity cell, and the paper's value beside it where `paper` (same labels, sizes as
+    columns) has one."""
     columns = {}
     for size in sweep["size"].unique():
         at = sweep[sweep["size"] == size]
-        columns[(size, "ours")] = [cell(by_seed(at, variant), by_seed(at, variant, "val_ppl"))
-                                   for variant in rows.values()]
+        columns[(size, "ours")] = [cell(by_seed(at, variant), by_seed(at, variant, "val_ppl"),
+                                        failed=by_seed(at, variant, "failed")) for variant in rows.values()]
         if paper is not None and size in paper.columns:
             columns[(size, "paper")] = [paper[size].get(label, "") for label in rows]
     return pd.DataFrame(columns, index=list(rows))
 
 
 def ppl_dots(ax, sweep: pd.DataFrame, rows: dict[str, str], paper: pd.Series | None = None) -> None:
-    """Final validation perplexity of {label: variant} in `sweep` (one size): a dot per seed, a bar
-    at the mean of the seeds that did not fail, and, in a band kept free at the top of the axis,
-    a cross with 'failed k/n' for failed seeds. The paper's values (`paper`, by label) go on their
-    own axis (`cod.plots.paper_axis`); one above 1000 or not a number (a diverged run) is left off
-    that axis and written as 'paper: diverged' in the top band."""
+    """Final validation perplexity of {label: variant} in `sweep` (one size; `failed` marked by
+    `mark_failed`): a dot per seed, a bar at the mean of the seeds that did not fail, and, in a
+    band kept free at the top of the axis, a cross with 'failed k/n' for failed seeds. The paper's
+    values (`paper`, by label) go on their own axis (`cod.plots.paper_axis`); one above 1000 or
+    not a number (a diverged run) is left off that axis and written as 'paper: diverged' in the
+    top band."""
     import matplotlib.pyplot as plt
 
     from cod.plots import paper_axis
@@ -121,7 +131,7 @@ def ppl_dots(ax, sweep: pd.DataFrame, rows: dict[str, str], paper: pd.Series | N
     notes = [[] for _ in rows]
     for i, (color, variant) in enumerate(zip(plt.cm.tab10.colors, rows.values())):
         values = by_seed(sweep, variant).dropna()
-        finite = values[np.isfinite(values)]
+        finite = values[~_failed(values, by_seed(sweep, variant, "failed"))]
         ax.scatter(np.full(len(finite), i), finite, color=color, s=18, zorder=3)
         if len(finite):
             ax.hlines(finite.mean(), i - 0.3, i + 0.3, color=color, linewidth=2)

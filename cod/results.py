@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-VERDICTS = ("reproduced", "not reproduced", "inconclusive", "holds", "holds loosely", "fails")
-CLAIM_KEYS = ("id", "paper", "item", "claim", "paper_value", "ours", "verdict", "profile")
+VERDICTS = ("reproduced", "not reproduced", "inconclusive", "beyond reach", "holds", "holds loosely", "fails")
+CLAIM_KEYS = ("id", "paper", "item", "claim", "source", "paper_value", "ours", "verdict", "profile")
 
 
 def run_dirs(experiment: str, runs_root: str | Path) -> list[Path]:

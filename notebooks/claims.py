@@ -14,22 +14,16 @@
 # # Claims · every judged claim of both papers in one table
 #
 # Each notebook judges the claims of its paper items and writes them to
-# `figures/<profile>/<notebook>/claims.json`; this notebook gathers them. One rule decides
-# every verdict (`cod/verdicts.py`), stated in each notebook before its numbers:
-#
-# - **reproduced**: the paper's direction holds in every seed, and the effect exceeds the
-#   seed spread and any stated noise floor (e.g. twice the binomial standard error of an
-#   accuracy difference);
-# - **not reproduced**: the opposite direction, by the same standard. This is a finding at
-#   this scale, reported with its numbers, not a failure to hide;
-# - **inconclusive** at this scale: neither, fewer than two paired seeds, or a claim about a
-#   regime the miniature cannot reach (the row says which).
-#
-# Theory checks (`a3_theory`, `b2_theory`) simulate a lemma or theorem and keep **holds /
-# holds loosely / fails**, each with the tolerance its notebook states. `ours` quotes the
-# numbers that decided a verdict; `mean`, `spread` and `n` are our value's mean and standard
-# deviation over the n seeds (or measurements) behind it, where a claim has one value;
-# `command` regenerates the notebook that judged it.
+# `figures/<profile>/<notebook>/claims.json`; this notebook gathers them. Every claim is
+# registered in `cod/registry.yaml`, written from the papers' text: its paraphrase, the paper's
+# numbers, the runs it is judged on, and whether it is **the paper's claim** or **a reading of
+# ours** (an extra size, a sensitivity reading, a claim added after the results). The two are
+# tallied apart. One rule decides every verdict, printed below from `cod/verdicts.py`. Theory
+# checks (`a3_theory`, `b2_theory`) simulate a lemma or theorem and keep **holds / holds loosely
+# / fails**, each with the tolerance its notebook states. In the table, `ours` quotes the numbers
+# that decided a verdict, `effect` [`ci_low`, `ci_high`] is our effect with its 95% interval
+# beside `paper_effect`, the paper's; `command` regenerates the notebook that judged it from the
+# committed results, without training.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: whose notebooks to gather
@@ -48,8 +42,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from cod import plots, scoreboard
+from cod import plots, scoreboard, verdicts
 from cod.results import save_claims
+
+print(verdicts.__doc__.split("\n\n", 1)[1].split("\n\nEvery verdict")[0])
 
 table = scoreboard.collect(figures_root, profile)
 out = Path(figures_dir)
@@ -58,22 +54,29 @@ table.to_csv(out / "claims.csv", index=False)
 (out / "claims.md").write_text(f"# Every judged claim ({profile} profile)\n\n"
                                + scoreboard.markdown(table.drop(columns=["profile"]), index=False))
 save_claims(out, [])  # this notebook gathers claims; it judges none itself
-by_paper, by_notebook = scoreboard.summary(table, "paper"), scoreboard.summary(table, "notebook")
+paper_claims, our_readings = (table[table["source"] == source] for source in scoreboard.SOURCES)
+by_paper = scoreboard.summary(paper_claims, "paper")
+by_notebook = scoreboard.summary(table, "notebook")
+ours_by_paper = scoreboard.summary(our_readings, "paper")
 by_paper.to_csv(out / "summary_by_paper.csv")
+ours_by_paper.to_csv(out / "summary_of_our_readings.csv")
 by_notebook.to_csv(out / "summary_by_notebook.csv")
-print(f"profile={profile}: {len(table)} claims from {table['notebook'].nunique()} notebooks")
+print(f"profile={profile}: {len(table)} claims from {table['notebook'].nunique()} notebooks: "
+      f"{len(paper_claims)} of the papers, {len(our_readings)} readings of ours")
 display(by_paper)
+display(ours_by_paper)
 display(by_notebook)
 
 # %% [markdown]
 # ## Verdicts per notebook
-# Each bar counts one notebook's claims by verdict: the replication claims (left group of
-# colours) and the theory checks (right group).
+# Each bar counts one notebook's claims (the papers' and ours) by verdict: the replication
+# claims (left group of colours) and the theory checks (right group), notebooks in paper order.
 
 # %%
 colors = {"reproduced": "#2a9d8f", "not reproduced": "#e76f51", "inconclusive": "#bdbdbd",
-          "holds": "#264653", "holds loosely": "#8ab17d", "fails": "#9d0208"}
+          "beyond reach": "#f4d58d", "holds": "#264653", "holds loosely": "#8ab17d", "fails": "#9d0208"}
 counts = by_notebook.drop(index="all").drop(columns="total")
+counts = counts.loc[sorted(counts.index, key=lambda name: (name[0], int(name[1:].split("_")[0])))]
 fig, ax = plt.subplots(figsize=(7.5, 0.35 * len(counts) + 1.2))
 left = pd.Series(0, index=counts.index)
 for verdict in counts.columns:
@@ -81,7 +84,8 @@ for verdict in counts.columns:
     left += counts[verdict]
 ax.invert_yaxis()
 ax.set_xlabel("claims")
-ax.legend(ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+ax.legend(ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8)
+ax.set_title(f"Verdicts per notebook ({profile} profile)", pad=40)
 plots.save(fig, figures_dir, "verdicts_by_notebook")
 plt.show()
 
@@ -90,15 +94,30 @@ plt.show()
 # Generated here and copied into README.md between its claims-summary markers.
 
 # %%
-replication = table[table["verdict"].isin(["reproduced", "not reproduced", "inconclusive"])]
-theory = table[table["verdict"].isin(["holds", "holds loosely", "fails"])]
-share = replication["verdict"].value_counts()
+REPLICATION = ["reproduced", "not reproduced", "inconclusive", "beyond reach"]
+
+
+def tally(claims: pd.DataFrame) -> str:
+    counts = claims["verdict"].value_counts()
+    return ", ".join(f"{counts.get(v, 0)} {v}" for v in REPLICATION)
+
+
+replication = paper_claims[paper_claims["verdict"].isin(REPLICATION)]
+theory = paper_claims[~paper_claims["verdict"].isin(REPLICATION)]
 lines = [
-    f"**{len(table)} claims judged** on the `{profile}` profile: {len(replication)} replication claims "
-    f"({share.get('reproduced', 0)} reproduced, {share.get('not reproduced', 0)} not reproduced, "
-    f"{share.get('inconclusive', 0)} inconclusive at this scale) and {len(theory)} theory checks.",
+    f"**{len(table)} claims judged** on the `{profile}` profile. **{len(paper_claims)} are the papers' claims**: "
+    f"{len(replication)} replication claims ({tally(replication)}) and {len(theory)} theory checks. "
+    f"**{len(our_readings)} are readings of ours**, tallied apart ({tally(our_readings)}, "
+    f"{len(our_readings) - our_readings['verdict'].isin(REPLICATION).sum()} theory checks). A claim is decided by a "
+    f"95% confidence interval over seeds (false-decisive rate 5%, measured in tests/test_verdicts.py); "
+    f"'beyond reach' names a floor the miniature sits at (chance accuracy, no useful block, uniform attention).",
+    "",
+    "The papers' claims:",
     "",
     scoreboard.markdown(by_paper.rename(index={"A": "paper A", "B": "paper B"})),
+    "Our own readings:",
+    "",
+    scoreboard.markdown(ours_by_paper.rename(index={"A": "paper A", "B": "paper B"})),
     f"Every claim, its numbers and the command that regenerates it: "
     f"[figures/{profile}/claims/claims.md](figures/{profile}/claims/claims.md) "
     f"([CSV](figures/{profile}/claims/claims.csv)); per notebook: "
@@ -115,5 +134,5 @@ if profile == readme_profile and scoreboard.update_readme(readme, block):
 # Findings, not failures: each is reported with the numbers that decided it.
 
 # %%
-shown = ["notebook", "id", "claim", "paper_value", "ours"]
+shown = ["notebook", "id", "source", "claim", "paper_value", "ours"]
 display(table[table["verdict"] == "not reproduced"][shown].reset_index(drop=True))

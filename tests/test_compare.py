@@ -21,9 +21,10 @@ def test_failed_runs_are_marked_and_counted_apart():
                           "val_ppl": [100.0, 600.0, None, 499.0]})
     marked = mark_failed(final, chance_ppl=500.0)
     assert marked["failed"].tolist() == [False, True, True, False]
-    assert marked["ppl"].tolist() == [100.0, math.inf, math.inf, 499.0]
-    assert cell(marked["ppl"]) == "299.5 ± 282.1 (n=2), failed 2/4"
-    assert cell(marked["ppl"], marked["val_ppl"]) == "299.5 ± 282.1 (n=2), failed 2/4: 600.0, diverged"
+    assert marked["ppl"].tolist() == [100.0, 600.0, 500.0, 499.0]  # a failed run: no better than the unigram model
+    assert cell(marked["ppl"], failed=marked["failed"]) == "299.5 ± 282.1 (n=2), failed 2/4"
+    assert (cell(marked["ppl"], marked["val_ppl"], failed=marked["failed"])
+            == "299.5 ± 282.1 (n=2), failed 2/4: 600.0, diverged")
     assert cell(seeds(math.inf)) == "failed 1/1" and cell(pd.Series([], dtype=float)) == "not trained"
 
 
@@ -39,7 +40,8 @@ def test_unigram_perplexity_of_a_known_distribution(tmp_path):
 
 def test_ppl_table_puts_ours_beside_the_papers():
     sweep = pd.DataFrame({"size": ["130M"] * 4, "variant": ["pre", "pre", "lns", "lns"], "seed": [1, 0, 0, 1],
-                          "ppl": [12.0, 10.0, 9.0, math.inf], "val_ppl": [12.0, 10.0, 9.0, 600.0]})
+                          "ppl": [12.0, 10.0, 9.0, 600.0], "val_ppl": [12.0, 10.0, 9.0, 600.0],
+                          "failed": [False, False, False, True]})
     assert by_seed(sweep, "pre").tolist() == [10.0, 12.0]  # sorted by seed
     paper = pd.DataFrame({"130M": [26.73, 25.76]}, index=["Pre-LN", "LNS"])
     table = ppl_table(sweep, {"Pre-LN": "pre", "LNS": "lns"}, paper)

@@ -29,7 +29,7 @@ def test_collect_and_summarise_every_notebooks_claims(tmp_path):
     table = scoreboard.collect(tmp_path, "default")
     assert list(table["id"]) == ["a5-1", "a5-2", "B-thm1"]
     assert list(table["n"]) == [3, 3, 1] and table.loc[1, "mean"] == 2.5
-    assert table.loc[2, "command"] == "dvc repro b2_theory"
+    assert table.loc[2, "command"] == "dvc repro --single-item b2_theory"
     counts = scoreboard.summary(table)
     assert counts.loc["A", "reproduced"] == 1 and counts.loc["B", "holds loosely"] == 1
     assert counts.loc["all", "total"] == 3

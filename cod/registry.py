@@ -1,0 +1,164 @@
+"""The claims registry (`cod/registry.yaml`): what each judged claim says the PAPER claims.
+
+Every claim id a notebook writes to its claims.json has one entry here, with the paper's item,
+a paraphrase of the paper's claim, the paper's numbers, the runs it is judged on, and whether it
+is the paper's claim or our own reading (`ours`). `load_registry` validates the file;
+`definitions` reads its section on definitions of cod that interpret or depart from their sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+DEFAULT_PATH = Path(__file__).with_name("registry.yaml")
+PAPERS = ("A", "B")
+
+
+class RegistryError(ValueError):
+    """A malformed registry entry; the message names the entry and the key."""
+
+
+@dataclass(frozen=True)
+class ClaimEntry:
+    """One claim of the registry (see the header of registry.yaml for the fields)."""
+
+    id: str
+    notebook: str
+    paper: str
+    item: str
+    claim: str
+    where: str
+    paper_numbers: Mapping[str, float] | None
+    metric: str
+    direction: str
+    runs: tuple[str, ...]
+    ours: bool
+    check: str
+    why_ours: str | None = None
+    note: str | None = None
+    planned: bool = False
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A definition of cod set against its source: what cod does, what the source says, whether it departs."""
+
+    name: str
+    ours: str
+    source: str
+    departs: bool
+    why: str
+
+
+def _keys(cls: type, optional: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(required, allowed) keys of an entry of `cls`, whose `name`/`id` field is the YAML key."""
+    names = tuple(f.name for f in fields(cls) if f.name not in ("id", "name"))
+    return tuple(n for n in names if n not in optional), names
+
+
+CLAIM_REQUIRED, CLAIM_ALLOWED = _keys(ClaimEntry, ("why_ours", "note", "planned"))
+DEFINITION_REQUIRED, DEFINITION_ALLOWED = _keys(Definition, ())
+
+
+def _check_keys(where: str, entry: Any, required: tuple[str, ...], allowed: tuple[str, ...]) -> None:
+    if not isinstance(entry, Mapping):
+        raise RegistryError(f"{where}: expected a mapping, got {type(entry).__name__}")
+    for key in entry:
+        if key not in allowed:
+            raise RegistryError(f"{where}: unknown key {key!r}; allowed: {', '.join(allowed)}")
+    for key in required:
+        if key not in entry:
+            raise RegistryError(f"{where}: missing key {key!r}")
+
+
+def _text(where: str, key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise RegistryError(f"{where}: {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _flag(where: str, key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise RegistryError(f"{where}: {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def _numbers(where: str, value: Any) -> Mapping[str, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not value:
+        raise RegistryError(f"{where}: 'paper_numbers' must be a non-empty mapping or null, got {value!r}")
+    for name, number in value.items():
+        if not isinstance(name, str) or isinstance(number, bool) or not isinstance(number, int | float):
+            raise RegistryError(f"{where}: 'paper_numbers' entry {name!r}: {number!r} is not a number")
+    return MappingProxyType({name: float(number) for name, number in value.items()})
+
+
+def parse_claim(id_: str, entry: Any) -> ClaimEntry:
+    """Validate one registry entry and return it as a `ClaimEntry`."""
+    where = f"claim {id_!r}"
+    _check_keys(where, entry, CLAIM_REQUIRED, CLAIM_ALLOWED)
+    text = {key: _text(where, key, entry[key]) for key in
+            ("notebook", "paper", "item", "claim", "where", "metric", "direction", "check")}
+    if text["paper"] not in PAPERS:
+        raise RegistryError(f"{where}: 'paper' must be one of {', '.join(PAPERS)}, got {text['paper']!r}")
+    ours = _flag(where, "ours", entry["ours"])
+    if ours != ("why_ours" in entry):
+        raise RegistryError(f"{where}: 'why_ours' must be given if and only if 'ours' is true")
+    runs = entry["runs"]
+    if not isinstance(runs, list) or not runs:
+        raise RegistryError(f"{where}: 'runs' must be a non-empty list, got {runs!r}")
+    numbers = _numbers(where, entry["paper_numbers"])
+    if numbers is None and "qualitative" not in text["metric"]:
+        raise RegistryError(f"{where}: 'paper_numbers' is null, so 'metric' must say 'qualitative'")
+    return ClaimEntry(
+        id=id_, **text, paper_numbers=numbers, ours=ours,
+        runs=tuple(_text(where, "runs", run) for run in runs),
+        why_ours=_text(where, "why_ours", entry["why_ours"]) if ours else None,
+        note=_text(where, "note", entry["note"]) if "note" in entry else None,
+        planned=_flag(where, "planned", entry.get("planned", False)),
+    )
+
+
+def _read(path: Path) -> Mapping[str, Any]:
+    document = yaml.safe_load(Path(path).read_text())
+    _check_keys(str(path), document, ("claims", "definitions"), ("claims", "definitions"))
+    return document
+
+
+def load_registry(path: str | Path = DEFAULT_PATH) -> dict[str, ClaimEntry]:
+    """Every claim of the registry by id, each validated (`RegistryError` on the first bad entry)."""
+    claims = _read(Path(path))["claims"]
+    if not isinstance(claims, Mapping):
+        raise RegistryError(f"{path}: 'claims' must be a mapping of claim ids")
+    return {str(id_): parse_claim(str(id_), entry) for id_, entry in claims.items()}
+
+
+def paper_claims(registry: Mapping[str, ClaimEntry]) -> dict[str, ClaimEntry]:
+    """The entries the papers themselves claim."""
+    return {id_: entry for id_, entry in registry.items() if not entry.ours}
+
+
+def our_readings(registry: Mapping[str, ClaimEntry]) -> dict[str, ClaimEntry]:
+    """The entries that are our readings, which the papers never state (tallied apart)."""
+    return {id_: entry for id_, entry in registry.items() if entry.ours}
+
+
+def definitions(path: str | Path = DEFAULT_PATH) -> dict[str, Definition]:
+    """The registry's `definitions` section, validated, by name."""
+    section = _read(Path(path))["definitions"]
+    if not isinstance(section, Mapping):
+        raise RegistryError(f"{path}: 'definitions' must be a mapping of names")
+    out = {}
+    for name, entry in section.items():
+        where = f"definition {name!r}"
+        _check_keys(where, entry, DEFINITION_REQUIRED, DEFINITION_ALLOWED)
+        out[name] = Definition(name=name, departs=_flag(where, "departs", entry["departs"]),
+                               **{key: _text(where, key, entry[key]) for key in ("ours", "source", "why")})
+    return out
