@@ -62,6 +62,8 @@ analysis = "h0_pilot"  # analyses/<profile>/<analysis>/: the removal scores of t
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/h0_pilot
+readme = "README.md"  # its headline-pilot block is rewritten when profile is the headline profile below
+readme_profile = "headline"
 margin_nats = 2.25  # test 1
 min_rho = 0.9  # test 2
 min_depth_ratio = 4.0  # test 2
@@ -80,7 +82,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from cod import plots
+from cod import plots, scoreboard
 from cod.analysis import load_analyses
 from cod.compare import unigram_perplexity
 from cod.config import run_config_from_dict
@@ -180,5 +182,18 @@ else:
             f"with depth and {row['depth_ratio']:.1f}x from the first block to the last, deep-quarter growth "
             f"{row['growth_ratio']:.1f}x the shallow quarter's, deep-third removal cost "
             f"{row['removal_ratio']:.2f} of the shallow third's.")
-Path(figures_dir, "choice.md").write_text(text + "\n")
-display(Markdown(text))
+tests = ["real_lm", "grows_with_depth", "grows_in_training", "deep_less_effective"]
+shown = candidates[["width", "tokens (M)", "core_hours", "val ppl", "margin_nats", "depth_ratio", "growth_ratio",
+                    "removal_ratio", *tests]]
+block = "\n".join([
+    f"The pilot's Pre-LN candidates ({len(candidates)} of the grid trained; unigram perplexity {unigram:.1f}, "
+    f"bigram {bigram:.1f}) against the criterion (margin >= {margin_nats} nats, depth ratio >= {min_depth_ratio} "
+    f"with rho >= {min_rho}, growth ratio >= {min_growth_ratio}, removal ratio <= {max_removal_ratio}):",
+    "",
+    scoreboard.markdown(shown.rename_axis("candidate")),
+    text,
+])
+Path(figures_dir, "choice.md").write_text(block + "\n")
+display(Markdown(block))
+if profile == readme_profile and scoreboard.update_readme(readme, block, scoreboard.PILOT_MARKERS):
+    print(f"{readme}: headline pilot block updated")

@@ -51,6 +51,10 @@ def test_update_readme_rewrites_only_between_its_markers(tmp_path):
     plain = tmp_path / "plain.md"
     plain.write_text("no markers\n")
     assert not scoreboard.update_readme(plain, "x") and plain.read_text() == "no markers\n"
+    start, end = scoreboard.PILOT_MARKERS  # another block, other markers: the claims block is left alone
+    readme.write_text(readme.read_text() + f"{start}\nold pilot\n{end}\n")
+    assert scoreboard.update_readme(readme, "new pilot", scoreboard.PILOT_MARKERS)
+    assert "new pilot" in readme.read_text() and scoreboard.readme_block(readme) == "new table"
 
 
 def test_the_readme_shows_the_generated_summary():
