@@ -5,13 +5,16 @@
 #   make notebooks  re-execute every notebook from the committed runs and analyses
 #   make plan       every run of the profile: done, weights missing, to train, and the estimated cost
 #   make test-floor the Hugging Face tests against the oldest transformers pyproject.toml allows
+#   make html       HTML copies of the executed notebooks (not committed), beside them
+# and on a lent GPU, whose machine has no package registry (README, "The paper profile on GPUs"):
+#   make gpu-lease MODE=check   (or bench, science; DRY=--dry runs it at tiny shapes on the CPU)
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install repro test test-floor benchmark notebooks plan
+.PHONY: install repro test test-floor benchmark notebooks plan html gpu-lease
 
 install: $(VENV)/.installed
 
@@ -50,3 +53,12 @@ test-floor: install
 
 benchmark: install
 	$(BIN)/python -m cod.benchmark
+
+html: install
+	$(BIN)/python -m cod.notebook --html
+
+# no install step: the lent machine has torch but no registry; its python when there is no .venv
+MODE ?= check
+LEASE_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+gpu-lease:
+	$(LEASE_PYTHON) -m cod.gpu_lease $(MODE) $(DRY)

@@ -270,6 +270,7 @@ class OptimConfig(_Section):
     lr: float = 1e-3  # peak learning rate
     min_lr_ratio: float = 0.1  # final learning rate as a fraction of the peak
     warmup_frac: float = 0.1  # share of steps spent warming up linearly from 0
+    warmup_steps: int = 0  # steps of linear warmup, absolute (paper B: 1,000); 0: warmup_frac of the steps
     weight_decay: float = 0.0  # decoupled weight decay lambda
     decay_norms_and_embeddings: bool = False  # also decay norm gains and embeddings
     beta1: float = 0.9  # Adam beta1
@@ -284,8 +285,8 @@ class OptimConfig(_Section):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"optim.{name}={value} must lie in [0, 1]")
-        if self.weight_decay < 0 or self.grad_clip < 0:
-            raise ConfigError("optim.weight_decay and optim.grad_clip must be >= 0")
+        if self.weight_decay < 0 or self.grad_clip < 0 or self.warmup_steps < 0:
+            raise ConfigError("optim.weight_decay, optim.grad_clip and optim.warmup_steps must be >= 0")
 
 
 @dataclass

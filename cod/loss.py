@@ -2,9 +2,11 @@
 
 `linear_cross_entropy(h, weight, targets)` equals
 `F.cross_entropy((h @ weight.T).float(), targets, ignore_index=-100)` but walks the rows in
-chunks of about `CHUNK_ELEMENTS` logits (at least `MIN_ROWS` rows), so the (N, V) logits and
-their fp32 copy never exist:
-peak memory is one chunk's logits, and each chunk stays in cache while it is used. The
+chunks of about `CHUNK_ELEMENTS` logits on the CPU, `DEVICE_CHUNK_ELEMENTS` on a GPU (at least
+`MIN_ROWS` rows; `chunk_rows`), so the (N, V) logits and their fp32 copy never exist:
+peak memory is one chunk's logits; on the CPU each chunk stays in cache while it is used, on a
+GPU a chunk is large enough to keep it busy (at a 50K vocabulary, 2,668 rows: 13 chunks of a
+32K-token micro-batch rather than 128 of 256 rows). The
 gradients are formed in the same pass (softmax minus one-hot, times the rows and the weight) and
 scaled by the incoming gradient in backward, so the unembedding is never recomputed.
 
@@ -17,8 +19,15 @@ from __future__ import annotations
 import torch
 
 IGNORE_INDEX = -100  # target id without a loss, as F.cross_entropy's default
-CHUNK_ELEMENTS = 2**17  # logits per chunk: 512 KiB in fp32
+CHUNK_ELEMENTS = 2**17  # logits per chunk on the CPU: 512 KiB in fp32
+DEVICE_CHUNK_ELEMENTS = 2**27  # logits per chunk on a GPU: 512 MiB in fp32 (cod.memory sizes the loss at it)
 MIN_ROWS = 256  # rows per chunk at least, so a large vocabulary's weight is not reread for every few rows
+
+
+def chunk_rows(vocab: int, device: torch.device) -> int:
+    """Rows of one chunk of the loss at vocabulary `vocab` on `device`."""
+    elements = CHUNK_ELEMENTS if device.type == "cpu" else DEVICE_CHUNK_ELEMENTS
+    return max(MIN_ROWS, elements // vocab)
 
 
 class _LinearCrossEntropy(torch.autograd.Function):
@@ -33,7 +42,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         grad_h = torch.empty_like(h, dtype=wide) if need_grad else None
         grad_w_t = torch.zeros(weight.shape[::-1], dtype=wide, device=h.device) if need_grad else None  # (D, V)
         total = torch.zeros((), dtype=wide, device=h.device)
-        rows = max(MIN_ROWS, CHUNK_ELEMENTS // weight.shape[0])
+        rows = chunk_rows(weight.shape[0], h.device)
         for start in range(0, h.shape[0], rows):
             x = h[start:start + rows].to(compute_dtype)  # (r, D)
             t, keep = safe[start:start + rows], counted[start:start + rows]

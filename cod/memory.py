@@ -10,9 +10,12 @@ AdamW state and activations. It does not count the CUDA context, library workspa
 fragmentation: `fits` leaves `MARGIN` of the GPU for them. Autocast runs as the CPU's (its bf16
 matrix products are CUDA's), and attention is the CPU's fused kernel, which, like CUDA's flash
 attention, keeps no T x T matrix. The vocabulary loss is sized at `SIZING_CHUNK` logits a chunk,
-which overstates its few temporaries by about a gigabyte, to spare thousands of fake ops. A
-mixture of experts is sized at perfectly balanced load (each expert N k / n of the N tokens),
-whose dispatch fake tensors can shape.
+the chunk it takes on a GPU (`cod.loss.DEVICE_CHUNK_ELEMENTS`; the CPU's smaller chunks would
+cost thousands of fake ops). A mixture of experts is sized at perfectly balanced load (each
+expert N k / n of the N tokens), whose dispatch fake tensors can shape, expert by expert; on a
+GPU the grouped dispatch (`cod.model.MoE`) also stacks the experts' weights in bf16 for the
+layer being run (6 n F D bytes: 0.8 GB a layer of the 7.9B MoE, one layer at a time under
+recomputation), which is not counted.
 
 FSDP is estimated, not traced (`sharded_peak`): the paper's two large MoE models (6-8B
 parameters in all) do not fit one GPU unsharded, and the CLI prints, for a run that does not
@@ -43,7 +46,7 @@ GPU_BYTES = 80 * 10**9  # an 80 GB H100 or A100
 MARGIN = 0.15  # share of the GPU left for the CUDA context, workspaces and fragmentation
 BLOCK = 512  # bytes: the CUDA caching allocator's rounding
 SHARDS = 8  # GPUs a run that does not fit one is estimated over (one node)
-SIZING_CHUNK = 2**27  # logits per chunk of the vocabulary loss when sizing: 0.5 GB in fp32, 40x the trainer's
+SIZING_CHUNK = loss.DEVICE_CHUNK_ELEMENTS  # logits per chunk of the vocabulary loss when sizing: the GPU's
 
 
 class LiveStorages(TorchDispatchMode):

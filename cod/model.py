@@ -43,6 +43,8 @@ from cod.config import FFN, BranchGain, ConfigError, Init, LNSPosition, ModelCon
 from cod.loss import linear_cross_entropy
 
 SMALL_HEAD = 8  # largest head size that `cod.attention` serves on CPUs (measured in cod.benchmark's notes)
+LOW_PRECISION = (torch.bfloat16, torch.float16)  # activations the rotary tables are cast to (fp32/fp64 keep theirs)
+GROUP_ROWS = 8  # rows a grouped product's token groups are padded to: 16 bytes of bf16, as its kernels align
 STATE_KINDS = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post", "final_norm")
 
 
@@ -136,6 +138,8 @@ class Attention(nn.Module):
         out = F.linear(x, torch.cat(weights), biases and torch.cat(biases))  # (B, T, (H+2KV)hd [+ (H+KV)hd])
         qk, v, rotated = out.split([(H + KV) * hd, KV * hd, out.shape[-1] - (H + 2 * KV) * hd], dim=-1)
         if self.rope:
+            if qk.dtype in LOW_PRECISION and rope[0].dtype != qk.dtype:  # bf16 autocast: fp32 tables would promote q, k
+                rope = tuple(table.to(qk.dtype) for table in rope)
             cos, sin = (table.repeat(1, H + KV) for table in rope)  # (T, (H+KV)hd)
             qk = qk * cos + rotated * sin
         q, k = qk.split([H * hd, KV * hd], dim=-1)
@@ -203,6 +207,13 @@ class Routing:
                 "load": torch.stack([r.load for r in runs]), "counts": torch.stack([r.counts for r in runs])}
 
 
+def _compute_dtype(x: torch.Tensor, weight: torch.Tensor) -> torch.dtype:
+    """The dtype a product of x and weight runs in: autocast's where it is on, else theirs."""
+    if torch.is_autocast_enabled(x.device.type):
+        return torch.get_autocast_dtype(x.device.type)
+    return torch.promote_types(x.dtype, weight.dtype)
+
+
 def router_losses(logits: torch.Tensor, probs: torch.Tensor, counts: torch.Tensor) -> Routing:
     """Auxiliary losses of one routing. logits and probs (N, n) over all n experts, counts (n,)
     token-assignments per expert (N k in all). Load balancing (Fedus et al. 2022, per expert
@@ -230,7 +241,20 @@ class MoE(nn.Module):
     (index_add). Every expert runs, with no tokens if none chose it, so all its weights get
     (zero) gradients, as DDP expects. Each call computes its `Routing`; it is appended to
     `records` when that is a list (set by `Transformer.forward` for the duration of a forward).
+
+    How tokens reach their experts (`dispatch`; "auto" picks by device):
+      "each"     expert by expert, each finding its tokens (`assignments`: a nonzero(), which waits
+                 for the device, per expert and layer); the CPU's, and the reference;
+      "sorted"   the token-assignments sorted by expert once (a stable argsort: tokens stay in order
+                 within an expert) and the experts run on contiguous slices: one wait per layer
+                 (the slice sizes); GPUs without a grouped product;
+      "grouped"  the same sorted assignments through one grouped product per projection
+                 (`torch._grouped_mm`, each expert's group padded to GROUP_ROWS rows): no wait at
+                 all; CUDA in bf16.
+    All three add each token's expert outputs in the order of the experts.
     """
+
+    dispatch = "auto"  # each | sorted | grouped | auto (a class setting; an instance may set its own)
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -255,22 +279,86 @@ class MoE(nn.Module):
         """Per expert i, the tokens (n_i,) that chose it among their k (N, k), and at which rank."""
         return [(chosen == i).nonzero(as_tuple=True) for i in range(len(self.experts))]
 
+    def dispatch_for(self, x: torch.Tensor) -> str:
+        """The dispatch this call takes: `dispatch`, or under "auto" "each" on the CPU and on a GPU
+        "grouped" where its products run in bf16 and torch has the grouped product, else "sorted"."""
+        if self.dispatch != "auto":
+            return self.dispatch
+        if x.device.type == "cpu":
+            return "each"
+        bf16 = _compute_dtype(x, self.router.weight) == torch.bfloat16
+        return "grouped" if x.device.type == "cuda" and bf16 and hasattr(torch, "_grouped_mm") else "sorted"
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         flat = x.reshape(-1, x.shape[-1])  # (N, D)
         logits, probs, gates, chosen = self.route(flat)
+        dispatch = self.dispatch_for(flat)
+        if dispatch == "each":
+            out, counts = self._each(flat, gates, chosen)
+        else:
+            out, counts = self._sorted(flat, gates, chosen, grouped=dispatch == "grouped")
+        if self.shared_expert is not None:
+            out = out + self.shared_expert(flat)
+        # computed on every call, so that activation checkpointing recomputes the same graph
+        routing = router_losses(logits, probs, counts.to(probs.dtype))
+        if self.records is not None:
+            self.records.append(routing)
+        return out.view(x.shape)
+
+    def _each(self, flat: torch.Tensor, gates: torch.Tensor, chosen: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Expert by expert: the output (N, D) and the assignments per expert (n,)."""
         out = torch.zeros(flat.shape, dtype=torch.promote_types(flat.dtype, gates.dtype), device=flat.device)
         counts = []
         for expert, (token, slot) in zip(self.experts, self.assignments(chosen)):
             y = expert(flat.index_select(0, token)) * gates[token, slot].unsqueeze(-1)  # (n_i, D)
             out.index_add_(0, token, y.to(out.dtype))
             counts.append(token.numel())
-        if self.shared_expert is not None:
-            out = out + self.shared_expert(flat)
-        # computed on every call, so that activation checkpointing recomputes the same graph
-        routing = router_losses(logits, probs, torch.tensor(counts, dtype=probs.dtype, device=probs.device))
-        if self.records is not None:
-            self.records.append(routing)
-        return out.view(x.shape)
+        return out, torch.tensor(counts, dtype=gates.dtype, device=gates.device)
+
+    def _sorted(self, flat: torch.Tensor, gates: torch.Tensor, chosen: torch.Tensor,
+                grouped: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """The token-assignments sorted by expert: the output (N, D) and the assignments per expert
+        (n,), computed on the device (`grouped`: without reading anything back)."""
+        n = len(self.experts)
+        expert_of = chosen.flatten()  # (N k,) the expert of each token-assignment, token-major
+        order = expert_of.argsort(stable=True)  # grouped by expert; tokens in order within each
+        counts = torch.zeros(n, dtype=torch.long, device=flat.device)
+        counts.index_add_(0, expert_of, torch.ones_like(expert_of))  # (n,); bincount would read its max back
+        token = order // self.top_k  # (N k,) the token of each sorted assignment
+        xs = flat.index_select(0, token)  # (N k, D)
+        ys = self._grouped_experts(xs, counts) if grouped else self._split_experts(xs, counts)
+        y = ys * gates.flatten().index_select(0, order).unsqueeze(-1)  # (N k, D)
+        out = torch.zeros(flat.shape, dtype=torch.promote_types(flat.dtype, gates.dtype), device=flat.device)
+        out.index_add_(0, token, y.to(out.dtype))
+        return out, counts
+
+    def _split_experts(self, xs: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        """Each expert on its contiguous slice of the sorted rows xs (N k, D); one read-back."""
+        pieces = xs.split(counts.tolist())
+        return torch.cat([expert(piece) for expert, piece in zip(self.experts, pieces)])
+
+    def _grouped_experts(self, xs: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+        """Every expert's SwiGLU on its slice of the sorted rows xs (N k, D) in two grouped products.
+        Each group starts at a multiple of GROUP_ROWS rows: the rows are scattered into a buffer of
+        static size (N k + n GROUP_ROWS), so no size is read back."""
+        n, rows = len(self.experts), xs.shape[0]
+        dtype = _compute_dtype(xs, self.experts[0].up_proj.weight)
+        padded = (counts + GROUP_ROWS - 1) // GROUP_ROWS * GROUP_ROWS
+        ends = padded.cumsum(0)
+        offsets = ends.to(torch.int32)
+        starts = ends - padded  # where each expert's group begins in the buffer
+        first = counts.cumsum(0) - counts  # where each expert's rows begin in xs
+        expert_of = torch.repeat_interleave(torch.arange(n, device=xs.device), counts, output_size=rows)
+        position = starts.index_select(0, expert_of) + torch.arange(rows, device=xs.device) \
+            - first.index_select(0, expert_of)  # (N k,) each row's place in the buffer
+        buffer = xs.new_zeros((rows + n * GROUP_ROWS, xs.shape[1]), dtype=dtype).index_copy(0, position, xs.to(dtype))
+        w_in = torch.stack([torch.cat([e.gate_proj.weight, e.up_proj.weight]).to(dtype) for e in self.experts])
+        w_out = torch.stack([e.down_proj.weight.to(dtype) for e in self.experts])  # (n, D, F)
+        with torch.autocast(xs.device.type, enabled=False):
+            gate, up = torch._grouped_mm(buffer, w_in.transpose(1, 2), offs=offsets).chunk(2, dim=-1)  # (., F)
+            hidden = (F.silu(gate) * up).contiguous()
+            out = torch._grouped_mm(hidden, w_out.transpose(1, 2), offs=offsets)  # (., D)
+        return out.index_select(0, position)
 
 
 class LayerScale(nn.Module):

@@ -3,12 +3,15 @@
     python -m cod.notebook a4_variance_dynamics                  # parameters from params.yaml
     python -m cod.notebook a4_variance_dynamics -p seeds=[0,1]   # plus overrides (YAML values)
     python -m cod.notebook --all        # every notebook stage through DVC, from committed results only
+    python -m cod.notebook --html       # an HTML copy of every executed notebook (`make html`)
 
 Sources are jupytext percent files (`notebooks/NAME.py`, diff-friendly). The parameters
 are `profile` plus `notebooks.NAME` from params.yaml, then `-p` overrides; every name must
 exist in the notebook's cell tagged `parameters`, or the run stops before executing
 anything. The executed notebook and an HTML rendering go to `notebooks/executed/<profile>/`,
-figures to `figures/<profile>/NAME/`. With `--output DIR/OUT.ipynb` the HTML goes beside it and
+figures to `figures/<profile>/NAME/`. Only the executed notebook is committed (it holds its
+figures): the HTML copies are ignored by git and are no DVC outputs; `--html` renders them for
+every executed notebook, e.g. on a fresh clone. With `--output DIR/OUT.ipynb` the HTML goes beside it and
 the figures to `DIR/OUT_figures/` (or `-p figures_dir=...`, relative to the repository), so
 that trying a notebook leaves the committed figures alone. Cells' output is shown as they run;
 the executed notebook records paths relative to the repository, none of this machine's. The
@@ -160,7 +163,7 @@ def warn_machine_paths(executed: Path) -> None:
 
 
 def render_html(notebook_path: Path) -> Path:
-    """An HTML copy beside the executed notebook, for reading without Jupyter."""
+    """An HTML copy beside the executed notebook, for reading without Jupyter (ignored by git)."""
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -168,6 +171,17 @@ def render_html(notebook_path: Path) -> Path:
     html = notebook_path.with_suffix(".html")
     html.write_text(body)
     return html
+
+
+def render_all_html(folder: Path | None = None) -> list[Path]:
+    """HTML copies of every executed notebook under `folder` (default: `notebooks/executed/`, all
+    profiles), each beside its notebook; nothing is executed."""
+    notebooks = sorted(p for p in Path(folder or EXECUTED).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    pages = []
+    for path in notebooks:
+        pages.append(render_html(path))
+        print(f"[html] {relative(pages[-1]) if pages[-1].is_relative_to(ROOT) else pages[-1]}", flush=True)
+    return pages
 
 
 def notebook_stages(dvc_file: Path = ROOT / "dvc.yaml") -> list[str]:
@@ -203,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", nargs="?", help="notebook name, e.g. a4_variance_dynamics")
     parser.add_argument("--all", action="store_true", help="every notebook stage, through `dvc repro`")
+    parser.add_argument("--html", action="store_true",
+                        help="render an HTML copy of every executed notebook (ignored by git), executing nothing")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                         help="override a parameter (YAML value); repeatable")
     parser.add_argument("--output", type=Path,
@@ -210,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.all:
         regenerate_all()
+        return 0
+    if args.html:
+        render_all_html()
         return 0
     if args.name is None:
         parser.error("give a notebook name or --all")

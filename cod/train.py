@@ -91,10 +91,17 @@ def adamw(model: Transformer, o: OptimConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, fused=True)
 
 
+def warmup_steps(cfg: RunConfig) -> int:
+    """Steps of linear warmup: `optim.warmup_steps` when above 0 (absolute, as paper B's 1,000
+    iterations), else `optim.warmup_frac` of the run's steps."""
+    absolute = cfg.optim.warmup_steps
+    return min(absolute, cfg.train.steps) if absolute > 0 else int(cfg.optim.warmup_frac * cfg.train.steps)
+
+
 def lr_at(step: int, cfg: RunConfig) -> float:
     """Linear warmup to the peak, then cosine decay to min_lr_ratio of it (step is 0-based)."""
     o, total = cfg.optim, cfg.train.steps
-    warmup = int(o.warmup_frac * total)
+    warmup = warmup_steps(cfg)
     if step < warmup:
         return o.lr * (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
@@ -106,7 +113,9 @@ def lr_at(step: int, cfg: RunConfig) -> float:
 
 class Dist:
     """Rank, world size and device; initialises torch.distributed under torchrun (unless told not to).
-    Collectives run on `device`, as NCCL needs."""
+    Collectives run on `device`, as NCCL needs; what the host alone holds (target counts, a
+    checkpoint's step and RNG state) goes through `host_group`, a gloo group beside NCCL, so that
+    the host never waits for the GPU for it."""
 
     def __init__(self, device: str | None, distributed: bool = True):
         env = os.environ if distributed else {}
@@ -120,6 +129,8 @@ class Dist:
         if self.world_size > 1:
             cuda = self.device.type == "cuda"
             dist.init_process_group("nccl" if cuda else "gloo", device_id=self.device if cuda else None)
+        self.host_group = dist.new_group(backend="gloo") if self.world_size > 1 and self.device.type != "cpu" \
+            else None  # None: the default group (gloo already on the CPU)
 
     @property
     def main(self) -> bool:
@@ -135,6 +146,30 @@ class Dist:
 
     def mean(self, value: float) -> float:
         return value if self.world_size == 1 else self.sum([value])[0] / self.world_size
+
+    def mean_tensor(self, t: torch.Tensor) -> torch.Tensor:
+        """The mean over processes of a float64 scalar on the device, left there (no host sync)."""
+        if self.world_size == 1:
+            return t
+        t = t.clone()
+        dist.all_reduce(t)
+        return t / self.world_size
+
+    def host_sum(self, values: Sequence[float]) -> list[float]:
+        """Elementwise sums over processes of numbers the host holds, through the gloo group."""
+        if self.world_size == 1:
+            return list(values)
+        t = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(t, group=self.host_group)
+        return t.tolist()
+
+    def broadcast(self, obj):
+        """Process 0's `obj` on every process (a small picklable object, through the gloo group)."""
+        if self.world_size == 1:
+            return obj
+        box = [obj if self.main else None]
+        dist.broadcast_object_list(box, src=0, group=self.host_group)
+        return box[0]
 
     def share(self, n: int) -> list[tuple[int, bool]]:
         """This process's items of 0..n-1 (every world_size-th), as (index, counted). Processes
@@ -220,19 +255,31 @@ class Trainer:
         self.bad_checks = 0
         self.diverged_at: int | None = None
         self.routing: dict | None = None  # MoE: the last step's auxiliary losses and expert loads (`train_step`)
+        self.deadline: float | None = None  # time.monotonic() at which fit() stops (one process; cod.gpu_lease)
+        self.stopped_at: int | None = None  # the step at which the deadline stopped fit()
+        # read every step's loss back at once (free on the CPU); on a GPU only at steps that log,
+        # measure or checkpoint (`fit`)
+        self.read_back_every_step = self.dist.device.type == "cpu"
         self.stats_batch = self._stats_batch()
 
     def _distributed(self, model: nn.Module) -> nn.Module:
-        """What the training step calls: the model itself, DDP around it, or the model sharded in place."""
+        """What the training step calls: the model itself, DDP around it, or the model sharded in place.
+
+        DDP does not broadcast buffers on every forward: the only ones are the rotary tables, which
+        every process computes identically. FSDP under bf16 gathers the weights in bf16 and reduces
+        the gradients in fp32 (`MixedPrecisionPolicy`); the fp32 weights stay sharded."""
         if self.dist.world_size == 1:
             return model
         if not self.fsdp:
-            return nn.parallel.DistributedDataParallel(model)
-        from torch.distributed.fsdp import fully_shard
+            return nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+        options = {}
+        if self.cfg.train.precision == Precision.BF16:
+            options["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
         for block in model.blocks:
-            fully_shard(block)
-        return fully_shard(model)
+            fully_shard(block, **options)
+        return fully_shard(model, **options)
 
     def _gradient_sync(self, sync: bool):
         """Context of one micro-step's forward and backward: gradients are averaged over processes
@@ -269,19 +316,22 @@ class Trainer:
             print(f"[{self.name}] {text}", flush=True)
 
     # .................................................................. checkpoints
-    def full_state(self) -> tuple[dict, dict]:
-        """Model and optimiser state, whole (FSDP's shards are gathered: every process must call)."""
+    def full_state(self, optimizer: bool = True) -> tuple[dict, dict | None]:
+        """Model and (unless optimizer=False) optimiser state, whole. FSDP's shards are gathered
+        on process 0 (every process must call; the others get empty dicts)."""
         if not self.fsdp:
-            return self.model.state_dict(), self.optimizer.state_dict()
+            return self.model.state_dict(), self.optimizer.state_dict() if optimizer else None
         from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
                                                              get_optimizer_state_dict)
 
         whole = StateDictOptions(full_state_dict=True, cpu_offload=True)
         return (get_model_state_dict(self.model, options=whole),
-                get_optimizer_state_dict(self.model, self.optimizer, options=whole))
+                get_optimizer_state_dict(self.model, self.optimizer, options=whole) if optimizer else None)
 
     def load_full_state(self, model: dict, optimizer: dict | None) -> None:
-        """Inverse of `full_state`; optimizer=None loads the weights only."""
+        """Inverse of `full_state`; optimizer=None loads the weights only. Under FSDP only process
+        0's dicts are read (the others pass empty ones): it broadcasts each tensor in turn and every
+        process keeps its shard, so no process holds the whole model and AdamW state."""
         if not self.fsdp:
             self.model.load_state_dict(model)
             if optimizer is not None:
@@ -290,10 +340,20 @@ class Trainer:
         from torch.distributed.checkpoint.state_dict import (StateDictOptions, set_model_state_dict,
                                                              set_optimizer_state_dict)
 
-        whole = StateDictOptions(full_state_dict=True)
-        set_model_state_dict(self.model, model, options=whole)
+        whole = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+        set_model_state_dict(self.model, model if self.dist.main else {}, options=whole)
         if optimizer is not None:
-            set_optimizer_state_dict(self.model, self.optimizer, optimizer, options=whole)
+            set_optimizer_state_dict(self.model, self.optimizer, optimizer if self.dist.main else {}, options=whole)
+
+    def read_state(self, path: Path, keys: Sequence[str]) -> tuple[dict, dict]:
+        """A saved state (checkpoint or model.pt) and its small entries `keys`, on every process.
+        It is read on the CPU, whatever the device (a GPU's tensors would carry the RNG state onto
+        it), memory-mapped; under FSDP by process 0 alone, which broadcasts `keys` (the others get
+        an empty state: `load_full_state` broadcasts the weights)."""
+        reads = self.dist.main or not self.fsdp
+        state = torch.load(path, map_location="cpu", weights_only=False, mmap=True) if reads else {}
+        head = {key: state.get(key) for key in keys}
+        return state, self.dist.broadcast(head) if self.fsdp else head
 
     def save_checkpoint(self) -> None:
         model, optimizer = self.full_state()
@@ -316,14 +376,15 @@ class Trainer:
         path = self.weights / "ckpt.pt"
         if not path.exists():
             return False
-        state = torch.load(path, map_location=self.dist.device, weights_only=False)
-        if not fingerprint.matches(state.get("identity"), self.cfg):
+        state, head = self.read_state(path, ("identity", "step", "tokens", "bad_checks", "rng"))
+        if not fingerprint.matches(head["identity"], self.cfg):
             self._say("checkpoint belongs to other settings: starting afresh")
             return False
-        self.load_full_state(state["model"], state["optimizer"])
-        self.step, self.bad_checks = state["step"], state["bad_checks"]
-        self.tokens = state.get("tokens", self.step * self.cfg.data.batch_size * self.cfg.data.seq_len)
-        torch.set_rng_state(state["rng"])
+        self.load_full_state(state.get("model", {}), state.get("optimizer", {}))
+        self.step, self.bad_checks = head["step"], head["bad_checks"]
+        tokens = head["tokens"]
+        self.tokens = self.step * self.cfg.data.batch_size * self.cfg.data.seq_len if tokens is None else tokens
+        torch.set_rng_state(head["rng"].cpu())  # the CPU generator's state: a CPU ByteTensor
         self._truncate_history(self.step)
         self._say(f"resumed from step {self.step}")
         return True
@@ -336,33 +397,46 @@ class Trainer:
 
     def load_base(self) -> None:
         """Start from the weights of finetune.base, a model of exactly this run's model settings."""
-        state = torch.load(self.cfg.finetune.base, map_location=self.dist.device, weights_only=False)
-        if run_config_from_dict(state["config"]).model != self.cfg.model:
+        state, head = self.read_state(Path(self.cfg.finetune.base), ("config",))
+        if run_config_from_dict(head["config"]).model != self.cfg.model:
             raise ConfigError(f"finetune.base={self.cfg.finetune.base} has other model settings than this run; "
                               "give the run the base's model.* settings")
-        self.load_full_state(state["model"], None)
+        self.load_full_state(state.get("model", {}), None)
 
     # .................................................................. training
     def train_step(self) -> tuple[float, float]:
+        """One optimiser step (`step_on_device`); its loss and gradient norm as numbers."""
+        loss, grad_norm = self.step_on_device()
+        return loss.item(), grad_norm.item()
+
+    def step_on_device(self) -> tuple[torch.Tensor, torch.Tensor]:
         """One optimiser step over this process's share of the batch, in micro-batches of
         train.micro_batch: each micro-batch's mean loss is weighted by its share of the counted
-        targets, so loss and gradients equal those of one pass over the whole share. A mixture of
+        targets, so loss and gradients equal those of one pass over the whole share. Under
+        torchrun the targets are counted over all processes (padding may leave them unequal), so
+        that every process optimises its part of the mean over the global batch. A mixture of
         experts' weighted auxiliary losses (`ModelOutput.aux_loss`) are added to what is optimised,
         not to the returned loss (the cross-entropy); its unweighted ones and expert loads (token
-        assignments per expert, summed over micro-batches) are kept in `self.routing`."""
+        assignments per expert, summed over micro-batches) are kept in `self.routing`. The loss
+        (this process's part, float64) and the gradient norm stay on the device: reading them
+        back waits for the GPU, which `fit` does once per logged step."""
         x, y = self.batches.batch(self.step)
         self.tokens += (x.numel() if self.images is None else len(x) * self.cfg.data.seq_len) * self.dist.world_size
         lr = lr_at(self.step, self.cfg)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)
-        counted = max(1, (y != IGNORE_INDEX).sum().item())
+        counted = (y != IGNORE_INDEX).sum().item()  # y is on the host: no wait for the device
+        processes = self.dist.world_size  # gradients are averaged over processes: scaled back by their number
+        if processes > 1:
+            counted = int(self.dist.host_sum([counted])[0])
+        counted = max(1, counted)
         size = self.cfg.train.micro_batch or len(x)
         pieces = list(zip(x.split(size), y.split(size)))
-        loss = 0.0
+        loss = torch.zeros((), dtype=torch.float64, device=self.dist.device)
         self.routing = None
         for i, (xm, ym) in enumerate(pieces):
-            share = (ym != IGNORE_INDEX).sum().item() / counted
+            share = (ym != IGNORE_INDEX).sum().item() * processes / counted
             xm, ym = xm.to(self.dist.device, non_blocking=True), ym.to(self.dist.device, non_blocking=True)
             with self._gradient_sync(i == len(pieces) - 1):
                 with self._autocast():
@@ -370,18 +444,20 @@ class Trainer:
                 part = out.loss
                 objective = part if out.aux_loss is None else part + out.aux_loss
                 (objective * share).backward()  # share is exactly 1.0 for a whole batch
-            loss += part.item() * share
+            loss += part.detach().double() * share  # float64 as Python's numbers: the sums of .item()
             if out.routing:
                 self._add_routing(out.routing, share)
         clip = self.cfg.optim.grad_clip or float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
         self.optimizer.step()
-        return loss, _whole(grad_norm).item()
+        return loss, _whole(grad_norm).detach()
 
     def _add_routing(self, routing: dict, share: float) -> None:
-        """Add one micro-batch's routing to the step's: losses weighted by share, loads as counts."""
-        part = {"moe_balance_loss": routing["balance_loss"].item() * share,
-                "moe_z_loss": routing["z_loss"].item() * share, "moe_load": routing["counts"].double().cpu()}
+        """Add one micro-batch's routing to the step's: losses weighted by share, loads as counts
+        (float64, on the device until a history row reads them)."""
+        part = {"moe_balance_loss": routing["balance_loss"].detach().double() * share,
+                "moe_z_loss": routing["z_loss"].detach().double() * share,
+                "moe_load": routing["counts"].detach().double()}
         if self.routing is None:
             self.routing = part
         else:
@@ -394,7 +470,7 @@ class Trainer:
         if self.routing is None:
             return {}
         r = self.routing
-        balance, z = (self.dist.mean(r[k]) for k in ("moe_balance_loss", "moe_z_loss"))
+        balance, z = (self.dist.mean(r[k].item()) for k in ("moe_balance_loss", "moe_z_loss"))
         counts = torch.tensor(self.dist.sum(r["moe_load"].flatten().tolist()), dtype=torch.float64)
         counts = counts.view(r["moe_load"].shape)
         load = counts / counts.sum(-1, keepdim=True)
@@ -436,31 +512,53 @@ class Trainer:
                   f"x{self.dist.world_size}")
         start, start_tokens = time.perf_counter(), self.tokens
         self.model.train()
+        # On a GPU the steps' losses stay there until a step that logs, measures or checkpoints
+        # (or the last): then they are read back at once and judged step by step, so a run that
+        # diverges in between trains on to that step. On the CPU every step is read back at once.
+        lazy = not self.read_back_every_step
+        pending: list[tuple[int, int, torch.Tensor]] = []  # (step, tokens, [loss, grad norm]) not read back yet
+        loss = float("nan")
         while self.step < t.steps and self.diverged_at is None:
-            loss, grad_norm = self.train_step()
-            loss = self.dist.mean(loss)
+            if self.deadline is not None and self.dist.world_size == 1 and time.monotonic() >= self.deadline:
+                self.stopped_at = self.step
+                self._say(f"time budget spent: stopped at step {self.step}")
+                break
+            step_loss, step_norm = self.step_on_device()
             self.step += 1
-            if not math.isfinite(loss) or loss > t.diverge_loss:
-                self.bad_checks += 1
-                if not math.isfinite(loss) or self.bad_checks >= t.diverge_patience:
-                    self.diverged_at = self.step
-            else:
-                self.bad_checks = 0
-            if self.step % t.log_every == 0 or self.step == t.steps or self.diverged_at:
-                elapsed = time.perf_counter() - start
-                speed = (self.tokens - start_tokens) / max(elapsed, 1e-9)
-                lr = lr_at(self.step - 1, self.cfg)
-                self._log({"step": self.step, "loss": _finite(loss), "lr": lr, "grad_norm": _finite(grad_norm),
-                           "tokens": self.tokens, "tokens_per_s": round(speed, 1), **self.routing_row()})
-                eta = (t.steps - self.step) * self.tokens / self.step / max(speed, 1e-9)
-                self._say(f"step {self.step:>6}/{t.steps} loss {loss:7.4f} lr {lr:.2e} "
-                          f"gnorm {grad_norm:7.3f} {speed:8.0f} tok/s eta {_duration(eta)}")
+            pending.append((self.step, self.tokens, torch.stack([self.dist.mean_tensor(step_loss),
+                                                                 step_norm.to(torch.float64)])))
+            due = self.step == t.steps or any(every and self.step % every == 0 for every in
+                                              (t.log_every, t.stats_every, t.eval_every, t.ckpt_every))
+            if lazy and not due:
+                continue
+            values = torch.stack([v for _, _, v in pending]).tolist()  # the one wait for the device
+            for (step, tokens, _), (loss, grad_norm) in zip(pending, values):
+                if not math.isfinite(loss) or loss > t.diverge_loss:
+                    self.bad_checks += 1
+                    if not math.isfinite(loss) or self.bad_checks >= t.diverge_patience:
+                        self.diverged_at = step
+                else:
+                    self.bad_checks = 0
+                if step % t.log_every == 0 or step == t.steps or self.diverged_at:
+                    elapsed = time.perf_counter() - start
+                    speed = (self.tokens - start_tokens) / max(elapsed, 1e-9)
+                    lr = lr_at(step - 1, self.cfg)
+                    self._log({"step": step, "loss": _finite(loss), "lr": lr, "grad_norm": _finite(grad_norm),
+                               "tokens": tokens, "tokens_per_s": round(speed, 1), **self.routing_row()})
+                    eta = (t.steps - step) * tokens / step / max(speed, 1e-9)
+                    self._say(f"step {step:>6}/{t.steps} loss {loss:7.4f} lr {lr:.2e} "
+                              f"gnorm {grad_norm:7.3f} {speed:8.0f} tok/s eta {_duration(eta)}")
+                if self.diverged_at:
+                    break
+            pending.clear()
             if t.stats_every and self.step % t.stats_every == 0 and self.diverged_at is None:
                 self.record_stats()
             if t.eval_every and self.step % t.eval_every == 0 and self.diverged_at is None:
                 self._log({"step": self.step, "val_loss": self.evaluate("val")})
             if t.ckpt_every and self.step % t.ckpt_every == 0:
                 self.save_checkpoint()
+        if pending:  # stopped by the deadline between two read-backs
+            loss = torch.stack([v for _, _, v in pending])[-1, 0].item()
         if self.diverged_at:
             self._say(f"diverged at step {self.diverged_at} (loss {loss}); recorded, not raised")
         return self.finish(loss, time.perf_counter() - start, start_tokens)
@@ -517,7 +615,7 @@ class Trainer:
                 "val_acc": val_acc, "test_loss": test, "test_acc": test_acc}
 
     def finish(self, last_loss: float, elapsed: float, start_tokens: int) -> dict:
-        status = "diverged" if self.diverged_at else "completed"
+        status = "diverged" if self.diverged_at else "stopped" if self.stopped_at is not None else "completed"
         final = {
             "name": self.name,
             "status": status,
@@ -536,7 +634,7 @@ class Trainer:
             "device": str(self.dist.device),
             "world_size": self.dist.world_size,
         }
-        model, _ = self.full_state()
+        model, _ = self.full_state(optimizer=False)  # the weights alone: AdamW's state is not kept
         if self.dist.main:
             torch.save({"config": self.cfg.to_dict(), "model": model}, self.weights / "model.pt")
             (self.weights / "ckpt.pt").unlink(missing_ok=True)

@@ -1,5 +1,7 @@
 """The GPU path's code, run on the CPU: micro-batches, recomputation, compilation, sharded
-evaluation and FSDP under torchrun (gloo standing in for NCCL), collectives on the model's device."""
+evaluation and FSDP under torchrun (gloo standing in for NCCL), collectives on the model's device,
+what a GPU step must not wait for, the GPU's MoE dispatch and loss chunks, and the lease command
+(`cod.gpu_lease --dry`)."""
 
 import functools
 import json
@@ -14,6 +16,7 @@ from conftest import tiny_run
 from cod import train
 from cod.config import run_config
 from cod.loss import IGNORE_INDEX
+from cod.model import MoE, Transformer
 from cod.train import Dist, Trainer
 
 
@@ -121,6 +124,25 @@ trainer.dist.close()
 """
 
 
+RESUMED = """
+import os
+import sys
+import torch
+from cod import train
+
+real_load = torch.load
+
+
+def load(path, *args, **kwargs):  # FSDP: process 0 alone reads a checkpoint and broadcasts it
+    assert os.environ["RANK"] == "0" or not str(path).endswith("ckpt.pt"), "process 1 read the checkpoint"
+    return real_load(path, *args, **kwargs)
+
+
+train.torch.load = load
+sys.exit(train.main(sys.argv[1:]))
+"""
+
+
 def _torchrun(*args, port):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
@@ -131,7 +153,9 @@ def _torchrun(*args, port):
 
 def test_fsdp_with_two_processes_matches_one_process_and_resumes(tiny_tokens, tmp_path):
     """FSDP over two processes, with micro-batches and recomputation, interrupted after 3 of 6
-    steps and resumed, ends where one process does; statistics are split over the processes."""
+    steps and resumed, ends where one process does; statistics are split over the processes. The
+    resume reads the checkpoint on process 0 alone (the other gets its shards by broadcast: no
+    process holds a second whole copy of model and AdamW state)."""
     overrides = tiny_run(tiny_tokens, "train.steps=6", "train.stats_every=3", "train.ckpt_every=3")
     train.main(["--out", str(tmp_path / "single"), *overrides])
     sharded = [*overrides, "train.parallel=fsdp", "train.micro_batch=2", "train.recompute=true"]
@@ -139,7 +163,9 @@ def test_fsdp_with_two_processes_matches_one_process_and_resumes(tiny_tokens, tm
     script.write_text(INTERRUPTED)
     _torchrun(str(script), str(tmp_path / "fsdp"), *sharded, port=29541)
     assert (tmp_path / "fsdp" / "ckpt.pt").exists()
-    _torchrun("-m", "cod.train", "--out", str(tmp_path / "fsdp"), "--device", "cpu", *sharded, port=29542)
+    resumed = tmp_path / "resumed.py"
+    resumed.write_text(RESUMED)
+    _torchrun(str(resumed), "--out", str(tmp_path / "fsdp"), "--device", "cpu", *sharded, port=29542)
 
     single = json.loads((tmp_path / "single" / "final.json").read_text())
     fsdp = json.loads((tmp_path / "fsdp" / "final.json").read_text())
@@ -215,3 +241,288 @@ def test_every_paper_run_fits_one_80gb_gpu_or_eight_with_fsdp():
                if not fits(state_bytes(cfg)) or not fits(training_peak(cfg))}
     assert set(too_big) == {"b_moe/moe", "b_recipe/moe"}
     assert SHARDS == 8 and all(fits(sharded_peak(cfg)) for cfg in too_big.values())
+
+
+# ----------------------------------------------------------------------------- what a GPU step waits for
+
+
+class _ReadBacks(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts the ops that make the host wait for the device: reading a number back (.item() of a
+    float, as a loss; counts of targets are integers the host holds) and nonzero()."""
+
+    def __init__(self):
+        super().__init__()
+        self.floats = self.nonzeros = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default and args[0].is_floating_point():
+            self.floats += 1
+        if func in (torch.ops.aten.nonzero.default, torch.ops.aten.nonzero_static.default):
+            self.nonzeros += 1
+        return func(*args, **(kwargs or {}))
+
+
+MOE = ("model.ffn=moe", "model.moe_experts=4", "model.moe_top_k=2", "model.moe_d_ff=24")
+
+
+def test_a_step_reads_nothing_back_per_micro_batch(tiny_tokens, tmp_path):
+    """Loss, routing losses and gradient norm stay on the device through a step of three
+    micro-batches (an MoE's): `fit` reads them back once per logged step."""
+    cfg = run_config(tiny_run(tiny_tokens, "train.stats_every=0", "train.micro_batch=3", *MOE))
+    trainer = Trainer(cfg, tmp_path / "moe", quiet=True, identify=False)
+    reads = _ReadBacks()
+    with reads:
+        loss, grad_norm = trainer.step_on_device()
+    assert reads.floats == 0
+    assert loss.dtype == torch.float64 and trainer.routing["moe_load"].shape == (3, 4)
+    assert torch.isfinite(loss) and torch.isfinite(grad_norm)
+
+
+def test_ddp_broadcasts_no_buffers_and_fsdp_gathers_bf16(tiny_tokens, tmp_path, monkeypatch):
+    """DDP re-sent the rotary tables (its only buffers, the same everywhere) on every forward; FSDP
+    gathered fp32 weights under bf16. Constructors are recorded, not run (one process)."""
+    import torch.distributed.fsdp as fsdp
+
+    seen = {"ddp": [], "fsdp": []}
+
+    def ddp(model, **options):
+        seen["ddp"].append(options)
+        return model
+
+    def fully_shard(module, **options):
+        seen["fsdp"].append(options)
+        return module
+
+    monkeypatch.setattr(train.nn.parallel, "DistributedDataParallel", ddp)
+    monkeypatch.setattr(fsdp, "fully_shard", fully_shard)
+    for precision in ("bf16", "fp32"):
+        t = Trainer(run_config(tiny_run(tiny_tokens, f"train.precision={precision}")), tmp_path / precision,
+                    quiet=True, identify=False)
+        t.dist.world_size = 2
+        t.fsdp = False
+        t._distributed(t.model)
+        t.fsdp = True
+        t._distributed(t.model)
+    assert [o["broadcast_buffers"] for o in seen["ddp"]] == [False, False]
+    bf16, fp32 = seen["fsdp"][:4], seen["fsdp"][4:]
+    assert len(bf16) == len(fp32) == 4  # 3 blocks and the root
+    for options in bf16:
+        policy = options["mp_policy"]
+        assert policy.param_dtype == torch.bfloat16 and policy.reduce_dtype == torch.float32
+    assert all("mp_policy" not in options for options in fp32)
+
+
+def test_bf16_queries_and_keys_stay_bf16():
+    """fp32 rotary tables promoted bf16 q and k to fp32 under autocast; fp32 and float64 models
+    keep their tables (the CPU's numbers are unchanged)."""
+    torch.manual_seed(0)
+    model = Transformer(run_config(["model.d_model=32", "model.n_heads=2", "model.n_layers=1"]).model)
+    attention, x = model.blocks[0].attn.branch, torch.randn(2, 8, 32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        q, k, v = attention.qkv(x, model.rotary(8))
+    assert q.dtype == k.dtype == v.dtype == torch.bfloat16
+    q32, k32, _ = attention.qkv(x, model.rotary(8))
+    assert q32.dtype == torch.float32
+    torch.testing.assert_close(q.float(), q32, rtol=0.02, atol=0.02)
+    torch.testing.assert_close(k.float(), k32, rtol=0.02, atol=0.02)
+
+
+@pytest.mark.parametrize("dispatch", ["sorted", "grouped"])
+def test_moe_dispatch_of_the_gpu_equals_expert_by_expert(dispatch, monkeypatch):
+    """The GPU's dispatches (the assignments sorted by expert; and through grouped products, which
+    read nothing back) give the expert-by-expert outputs, losses, loads and gradients."""
+    torch.manual_seed(0)
+    cfg = run_config(["model.d_model=32", "model.n_heads=4", "model.n_layers=2", "model.vocab_size=300",
+                      "data.vocab_size=300", "model.moe_shared_expert=true", *MOE])
+    model = Transformer(cfg.model)
+    idx = torch.randint(0, 300, (3, 16))
+    assert MoE.dispatch == "auto" and model.blocks[0].mlp.branch.dispatch_for(torch.zeros(1, 32)) == "each"
+    results = {}
+    for way in ("each", dispatch):
+        monkeypatch.setattr(MoE, "dispatch", way)
+        model.zero_grad(set_to_none=True)
+        reads = _ReadBacks()
+        with reads:
+            out = model(idx, idx)
+            (out.loss + out.aux_loss).backward()
+        grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+        results[way] = (out.loss, out.aux_loss, out.routing["counts"], grads, reads.nonzeros + reads.floats)
+    (loss_a, aux_a, counts_a, grads_a, reads_a), (loss_b, aux_b, counts_b, grads_b, reads_b) = results.values()
+    assert reads_a >= 8  # a nonzero() per expert and layer
+    if dispatch == "grouped":
+        assert reads_b == 0
+    torch.testing.assert_close(loss_b, loss_a, rtol=1e-6, atol=0)
+    torch.testing.assert_close(aux_b, aux_a, rtol=1e-6, atol=0)
+    assert torch.equal(counts_a, counts_b)
+    _assert_same(grads_a, grads_b, rtol=1e-5, atol=1e-7)
+
+
+def test_loss_chunks_grow_on_a_gpu_and_stay_as_they_were_on_the_cpu(monkeypatch):
+    """At a 50K vocabulary the loss took 256-row chunks everywhere: 128 per 32K-token micro-batch."""
+    from cod import loss
+
+    cpu, gpu = torch.device("cpu"), torch.device("cuda")
+    assert loss.chunk_rows(50304, cpu) == 256 and loss.chunk_rows(2048, cpu) == 256 and loss.chunk_rows(300, cpu) == 436
+    rows = loss.chunk_rows(50304, gpu)
+    assert -(-32768 // rows) <= 16 and rows * 50304 * 4 <= 2**30  # a chunk's fp32 logits: at most 1 GiB
+    asked = []
+    real = loss.chunk_rows
+    monkeypatch.setattr(loss, "chunk_rows", lambda vocab, device: asked.append((vocab, device)) or real(vocab, device))
+    loss.linear_cross_entropy(torch.randn(10, 8), torch.randn(300, 8), torch.randint(0, 300, (10,)))
+    assert asked == [(300, cpu)]
+
+
+PADDED = """
+import sys
+import torch
+from pathlib import Path
+from cod.config import run_config
+from cod.loss import IGNORE_INDEX
+from cod.train import Trainer
+
+out, *overrides = sys.argv[1:]
+trainer = Trainer(run_config(overrides), Path(out), device="cpu", quiet=True, identify=False)
+batch = trainer.batches.batch
+
+
+def padded(step):  # the first three rows of the global batch keep 4 of their 32 targets
+    x, y = batch(step)
+    y = y.clone()
+    for i in range(len(y)):
+        if trainer.batches.rows.start + i < 3:
+            y[i, 4:] = IGNORE_INDEX
+    return x, y
+
+
+trainer.batches.batch = padded
+losses = []
+for _ in range(2):
+    losses.append(trainer.dist.mean(trainer.train_step()[0]))
+    trainer.step += 1
+if trainer.dist.main:
+    torch.save({"losses": losses, "model": trainer.model.state_dict()}, Path(out) / "result.pt")
+trainer.dist.close()
+"""
+
+
+def test_padded_targets_are_averaged_over_the_global_batch(tiny_tokens, tmp_path):
+    """With padding unevenly spread, each process averaged over its own counted targets, so two
+    processes optimised another objective than one: the targets are now counted over all of them."""
+    overrides = tiny_run(tiny_tokens, "train.stats_every=0")
+    script = tmp_path / "padded.py"
+    script.write_text(PADDED)
+    for name in ("single", "ddp"):
+        (tmp_path / name).mkdir()
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run([sys.executable, str(script), str(tmp_path / "single"), *overrides], check=True, env=env,
+                   capture_output=True, timeout=300)
+    _torchrun(str(script), str(tmp_path / "ddp"), *overrides, port=29543)
+    single, ddp = (torch.load(tmp_path / name / "result.pt") for name in ("single", "ddp"))
+    assert ddp["losses"] == pytest.approx(single["losses"], rel=1e-5)
+    for k, value in single["model"].items():
+        assert torch.linalg.norm(ddp["model"][k] - value) <= 1e-5 * torch.linalg.norm(value), k
+
+
+COMPILED_FSDP = """
+import functools
+import sys
+import torch
+from cod import train
+
+train.torch.compile = functools.partial(torch.compile, backend="aot_eager")  # inductor: minutes on a CPU
+sys.exit(train.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("precision, tolerance", [("fp32", 1e-4), ("bf16", 2e-3)])
+def test_compiled_model_under_fsdp_trains_like_one_eager_process(tiny_tokens, tmp_path, precision, tolerance):
+    """torch.compile around FSDP's sharded model (aot_eager standing in for inductor), with
+    recomputed blocks and micro-batches, trains like one eager process; under bf16 with weights
+    gathered in bf16 (FSDP's MixedPrecisionPolicy), within bf16's rounding."""
+    overrides = tiny_run(tiny_tokens, "train.steps=4", "train.stats_every=0", "train.ckpt_every=0",
+                         f"train.precision={precision}")
+    train.main(["--out", str(tmp_path / "single"), *overrides])
+    script = tmp_path / "compiled.py"
+    script.write_text(COMPILED_FSDP)
+    _torchrun(str(script), "--out", str(tmp_path / "fsdp"), "--device", "cpu", *overrides, "train.parallel=fsdp",
+              "train.compile=true", "train.recompute=true", "train.micro_batch=2", port=29544)
+    single = json.loads((tmp_path / "single" / "final.json").read_text())
+    fsdp = json.loads((tmp_path / "fsdp" / "final.json").read_text())
+    assert fsdp["world_size"] == 2 and fsdp["val_loss"] == pytest.approx(single["val_loss"], rel=tolerance)
+
+
+# ----------------------------------------------------------------------------- the lease command
+
+BLOCKED = """
+import sys
+
+
+class Absent:  # the lent GPU machine has none of these: importing one fails there
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("dvc", "papermill", "jupytext"):
+            raise ImportError(f"{name} is not installed on the lent machine")
+
+
+sys.meta_path.insert(0, Absent())
+from cod import gpu_lease
+
+sys.exit(gpu_lease.main(sys.argv[1:]))
+"""
+
+
+def _lease(mode: str, out, *extra: str):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", BLOCKED, mode, "--dry", "--out", str(out), *extra], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads((out / f"{mode}.json").read_text())
+    assert result["environment"]["imported_absent_packages"] == [] and result["stopped_by_watchdog"] is False
+    return result
+
+
+def test_the_lease_runs_dry_end_to_end_without_dvc_papermill_or_jupytext(tmp_path):
+    """Every mode of `python -m cod.gpu_lease` at tiny shapes on the CPU, with dvc, papermill and
+    jupytext made unimportable: a killed run resumes exactly, compiled equals eager, the MoE
+    dispatches agree; the benchmark measures every paper shape; science trains Pre-LN and LNS at
+    two depths and summarises them."""
+    check = _lease("check", tmp_path)["items"]
+    assert all(check[name]["ok"] for name in ("environment", "bf16_step", "resume", "compile", "moe_dispatch"))
+    resume = check["resume"]
+    assert resume["return_codes"] == {"straight": 0, "killed": -9, "resumed": 0} and resume["exact"]
+    assert check["bf16_step"]["query_dtype"] == "torch.bfloat16"
+
+    bench = _lease("bench", tmp_path)["items"]
+    from cod.gpu_lease import BENCH
+
+    for experiment, variant in BENCH:
+        assert bench[f"{experiment}/{variant} eager"]["tokens_per_s"] > 0
+        assert bench[f"{experiment}/{variant} estimate"]["estimated_gb"] > 0
+    assert bench[f"{BENCH[0][0]}/{BENCH[0][1]} compiled"]["ok"]
+
+    science = _lease("science", tmp_path)["items"]
+    summary = science["summary"]
+    assert len(summary) == 4 and {key.rsplit(", ", 1)[1] for key in summary} == {"pre_ln", "lns"}
+    for name in ("a_130m_pre_ln_s0", "a_250m_lns_s0"):
+        assert science[name]["status"] == "completed"
+        for file in ("config.json", "history.jsonl", "final.json"):
+            assert (tmp_path / "science" / name / file).exists()
+
+
+def test_the_lease_skips_what_its_budget_cannot_hold(tmp_path):
+    result = _lease("check", tmp_path, "--budget", "5")
+    items = result["items"]
+    assert items["environment"]["ok"] and items["resume"]["ok"] is None and "skipped" in items["resume"]
+    assert result["elapsed_s"] < 5 + 30
+
+
+def test_lease_results_are_named_by_date_device_and_torch():
+    import datetime
+
+    from cod.gpu_lease import default_folder
+
+    folder = default_folder("cpu", dry=True)
+    assert folder.parts[-3:-1] == (".cache", "gpu_lease")
+    date, device, version = folder.name.split("_", 2)
+    assert date == datetime.date.today().isoformat() and device == "cpu-dry" and version.startswith("torch2.")
+    assert default_folder("cpu", dry=False).parts[-3:-1] == ("runs", "gpu")

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import tiny_run
-from cod.config import run_config
+from cod.config import ConfigError, run_config
 from cod.model import Transformer
 from cod.train import Trainer, lr_at, main, param_groups
 
@@ -118,3 +118,73 @@ def test_ddp_with_two_processes_matches_one_process(tiny_tokens, tmp_path):
     wb = torch.load(tmp_path / "ddp" / "model.pt")["model"]
     for k in wa:
         torch.testing.assert_close(wa[k], wb[k], rtol=1e-4, atol=1e-5)
+
+
+def test_resume_reads_the_checkpoint_on_the_cpu_whatever_the_device(tiny_tokens, tmp_path):
+    """A GPU run mapped its checkpoint onto the GPU, RNG state included, which torch.set_rng_state
+    refuses (it takes a CPU ByteTensor): every resume on a GPU died. 'meta' stands in for the GPU,
+    a device other than the CPU the checkpoint must not be mapped to."""
+    overrides = tiny_run(tiny_tokens, "train.stats_every=0")
+    t = Trainer(run_config(overrides), tmp_path / "r", quiet=True)
+    t.out.mkdir(parents=True)
+    for _ in range(2):
+        t.train_step()
+        t.step += 1
+    t.save_checkpoint()
+    saved_rng = torch.get_rng_state()
+    torch.manual_seed(123)
+    resumed = Trainer(run_config(overrides), tmp_path / "r", quiet=True)
+    resumed.dist.device = torch.device("meta")
+    assert resumed.try_resume()
+    assert resumed.step == 2 and torch.equal(torch.get_rng_state(), saved_rng)
+    for name, value in t.model.state_dict().items():
+        assert torch.equal(resumed.model.state_dict()[name], value), name
+
+
+def test_finish_gathers_the_weights_alone(tiny_tokens, tmp_path):
+    """finish() gathered the AdamW state (under FSDP, from every process) only to discard it."""
+    cfg = run_config(tiny_run(tiny_tokens, "train.steps=2", "train.stats_every=0", "train.ckpt_every=0"))
+    t = Trainer(cfg, tmp_path / "r", quiet=True, identify=False)
+
+    def refuse():
+        raise AssertionError("finish() asked for the optimiser state")
+
+    t.optimizer.state_dict = refuse
+    assert t.fit()["status"] == "completed"
+    assert (tmp_path / "r" / "model.pt").exists()
+
+
+def test_warmup_in_absolute_steps_where_the_settings_give_them():
+    """Paper B warms up for 1,000 iterations, not a share of the run: `optim.warmup_steps` wins
+    over warmup_frac; 0 (the default) changes nothing; a negative count is refused."""
+    from cod.train import warmup_steps
+
+    cfg = run_config(["train.steps=100", "optim.lr=1.0", "optim.warmup_frac=0.1"])
+    assert warmup_steps(cfg) == 10 and cfg.optim.warmup_steps == 0
+    with pytest.raises(ConfigError, match="warmup_steps"):
+        run_config(["optim.warmup_steps=-1"])
+    cfg.optim.warmup_steps = 4
+    assert warmup_steps(cfg) == 4
+    assert lr_at(0, cfg) == pytest.approx(0.25) and lr_at(3, cfg) == pytest.approx(1.0)
+    assert lr_at(5, cfg) < 1.0
+
+
+def test_reading_losses_back_per_logged_step_keeps_the_history(tiny_tokens, tmp_path):
+    """On a GPU the losses are read back once per logged step; the history is the same, and a
+    divergence is still recorded at the step it happened."""
+    histories = {}
+    for every_step in (True, False):
+        for name, extra in (("plain", ()), ("boom", ("optim.lr=1e30", "optim.warmup_frac=0", "optim.grad_clip=0",
+                                                     "train.diverge_loss=6", "train.diverge_patience=1"))):
+            cfg = run_config(tiny_run(tiny_tokens, "train.steps=12", "train.ckpt_every=0", *extra))
+            out = tmp_path / f"{name}_{every_step}"
+            t = Trainer(cfg, out, quiet=True, identify=False)
+            t.read_back_every_step = every_step
+            final = t.fit()
+            rows = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]
+            histories[name, every_step] = ([{k: v for k, v in r.items() if k != "tokens_per_s"} for r in rows],
+                                           final["status"], final["diverged_at"])
+    assert histories["plain", True] == histories["plain", False]
+    assert histories["plain", True][1] == "completed"
+    (_, status_a, at_a), (_, status_b, at_b) = histories["boom", True], histories["boom", False]
+    assert status_a == status_b == "diverged" and at_a == at_b

@@ -1,0 +1,705 @@
+"""One command for a lent GPU: three modes, each one call of at most 10 minutes.
+
+    python -m cod.gpu_lease check     # imports, a bf16 step, a killed run resumes, compiled = eager, MoE dispatch
+    python -m cod.gpu_lease bench     # paper shapes: tokens/s, MFU, peak memory against cod.memory, eager and compiled
+    python -m cod.gpu_lease science   # paper A's Pre-LN against LNS at its smallest shapes, on carried tokens
+    python -m cod.gpu_lease check --dry   # any mode at tiny shapes on the CPU (what the tests run)
+
+A GPU is lent rarely and briefly (minutes of device time, 10 minutes a command, a working tree
+under 64 MiB, no package registry, possibly an older torch). So each mode:
+
+- imports nothing beyond torch, numpy, pyyaml and tokenizers (no dvc, papermill or jupytext: the
+  lent machine has none), and reads params.yaml with yaml (`cod.experiments`, never through dvc);
+- plans its work to end within `--budget` seconds (default 540): work that would not fit is
+  skipped and said so, a run overrunning is stopped by the trainer's deadline, and a watchdog
+  (SIGALRM) ends the mode `WATCHDOG_GRACE` seconds after the budget in any case;
+- writes small JSON files, after each item, to runs/gpu/<date>_<device>_torch<version>/
+  (`<mode>.json`; science adds each run's config, history and final metrics under science/),
+  so a mode cut short still leaves what it measured. --dry writes under .cache/gpu_lease/
+  (ignored by git) unless --out says otherwise.
+
+check (planned for about 3 minutes on a GPU; not yet timed on one):
+  environment   Python, torch, CUDA, the device; that dvc, papermill and jupytext were not imported
+  bf16_step     two steps of a paper-width model (vocabulary 50,304) under bf16 autocast: finite
+  resume        the trainer run as a process is killed (SIGKILL) one logged step after its first
+                checkpoint, run again to the end, and compared with the same run uninterrupted
+                (exact on the CPU; on a GPU within bf16's nondeterminism, max difference reported)
+  compile       the same steps eager and through torch.compile (the trainer's train.compile):
+                losses within bf16 tolerance
+  moe_dispatch  a mixture of experts' GPU dispatch (`MoE.dispatch_for`: grouped products in
+                bf16) against the expert-by-expert reference: loss and gradients
+bench: every shape of BENCH eager; the first compiled; cod.memory's estimates; then the others
+  compiled while time is left. One micro-batch a step
+  (tokens/s are those of a whole step, which is micro-batches in sequence), model FLOPs utilisation
+  against the card's dense bf16 peak (`PEAK_FLOPS`; recomputation not counted) and the peak of
+  allocated memory against `cod.memory.training_peak` of the same step.
+science: paper A's Pre-LN and LNS (Table 1's comparison) at the paper profile's 12- and 24-layer
+  shapes of 130M and 250M, trained on tokens carried in the working tree (--tokens; default
+  data/tokens/bpe2048, the default profile's 2,048-token BPE of the offline corpus, 24 MB: carry
+  it with the command). The throughput of each shape is measured first; then seed 0's four runs
+  share the budget (Pre-LN and LNS of a shape train the same steps, at most `SCIENCE_EPOCHS`
+  epochs of the tokens), and further seeds run while time is left. Per run its config, history
+  (losses, per-layer variances) and final metrics, and a summary by shape and norm. Eager: a
+  compilation per model would cost more than it saves in runs of a minute. The vocabulary and
+  corpus are not the paper's (C4; the profile's FineWeb-Edu at 50K): losses compare Pre-LN with
+  LNS, not with Table 1.
+
+--dry: the same code at tiny shapes on the CPU (fp32, and bf16 autocast where the mode runs bf16),
+compiled with AOT-eager (inductor would take minutes on a CPU), on synthetic tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import functools
+import gc
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from cod.config import run_config
+
+ROOT = Path(__file__).resolve().parent.parent
+BUDGET_S = 540.0  # seconds a mode plans for: well within a command's 10 minutes
+WATCHDOG_GRACE = 30.0  # seconds past the budget after which the watchdog ends a mode
+ABSENT = ("dvc", "papermill", "jupytext")  # packages the lent machine lacks: never imported here
+PEAK_FLOPS = {  # dense bf16 matrix-product peaks (FLOP/s) by a substring of the device's name, first match
+    "H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "H200": 989e12, "GH200": 989e12,
+    "A100": 312e12, "L40S": 362e12, "L4": 121e12, "A10G": 70e12,
+}
+BENCH = [  # (experiment, variant) of the paper profile, in the order they are measured
+    ("a_130m", "pre_ln"),  # paper A's 130M: 768 wide, 12 layers, micro-batch 128 x 256
+    ("b_depth", "d16"),  # paper B's 16-layer 2048-wide model (1.5B), micro-batch 32 x 1024, recomputed
+    ("a_350m", "pre_ln"),  # paper A's 350M: 1024 wide, 24 layers
+    ("b_depth", "d32"),  # paper B's deepest, 2.3B
+    ("b_moe", "moe_small_shared"),  # an MoE of paper B (32 experts, top-4, one shared): the grouped dispatch
+]
+SCIENCE = ("a_130m", "a_250m")  # paper A's experiments whose shapes science trains: 12 and 24 layers
+SCIENCE_NORMS = ("pre_ln", "lns")
+SCIENCE_SEEDS = (0, 1, 2)
+SCIENCE_BATCH = 64  # sequences of 256 a step: 16K tokens, so one epoch of the carried tokens is ~600 steps
+SCIENCE_EPOCHS = 4  # at most, of the carried tokens (repeating data up to ~4 times costs little loss)
+SCIENCE_OVERHEAD_S = 20.0  # a run's start, statistics and final evaluation, besides its steps
+
+
+class BudgetSpent(Exception):
+    """Raised by the watchdog when a mode runs past its budget and grace."""
+
+
+# ----------------------------------------------------------------------------- the lease
+
+
+class Lease:
+    """What one mode shares: device, precision, time budget, the results file."""
+
+    def __init__(self, mode: str, dry: bool, budget: float, out: Path | None):
+        self.mode, self.dry, self.budget = mode, dry, budget
+        self.start = time.monotonic()
+        self.device = "cuda" if torch.cuda.is_available() and not dry else "cpu"
+        self.folder = Path(out) if out else default_folder(self.device, dry)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / f"{mode}.json"
+        self.results: dict[str, Any] = {"mode": mode, "dry": dry, "budget_s": budget,
+                                        "started": _now(), "environment": environment(self.device), "items": {}}
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"gpu_lease_{mode}_"))
+
+    def left(self) -> float:
+        """Seconds of the budget left."""
+        return self.budget - (time.monotonic() - self.start)
+
+    def record(self, name: str, value: Any) -> None:
+        self.results["items"][name] = value
+        self.save()
+
+    def save(self) -> None:
+        self.results["elapsed_s"] = round(time.monotonic() - self.start, 1)
+        self.path.write_text(json.dumps(self.results, indent=2, default=_plain) + "\n")
+
+    def item(self, name: str, work: Callable[[], dict], needs: float = 0.0) -> dict:
+        """Run one item of the mode and record it: its result, or its error, or that it was skipped
+        because fewer than `needs` seconds were left."""
+        if self.left() < needs:
+            result = {"ok": None, "skipped": f"{self.left():.0f} s left, {needs:.0f} s needed"}
+        else:
+            begin = time.monotonic()
+            try:
+                result = work()
+            except BudgetSpent:
+                raise
+            except Exception as error:  # recorded: the other items still run
+                result = {"ok": False, "error": f"{type(error).__name__}: {error}",
+                          "traceback": traceback.format_exc(limit=6)}
+            result["seconds"] = round(time.monotonic() - begin, 1)
+            if self.device == "cuda":
+                gc.collect()
+                torch.cuda.empty_cache()
+        self.record(name, result)
+        print(f"[gpu_lease {self.mode}] {name}: {_summary(result)}", flush=True)
+        return result
+
+
+def default_folder(device: str, dry: bool) -> Path:
+    """runs/gpu/<date>_<device>_torch<version>/ (.cache/gpu_lease/... for --dry)."""
+    name = torch.cuda.get_device_name(0) if device == "cuda" else "cpu-dry" if dry else "cpu"
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    version = re.sub(r"[^0-9A-Za-z.]+", "-", torch.__version__)
+    base = ROOT / (".cache/gpu_lease" if dry else "runs/gpu")
+    return base / f"{datetime.date.today().isoformat()}_{slug}_torch{version}"
+
+
+def environment(device: str) -> dict[str, Any]:
+    info = {"python": sys.version.split()[0], "torch": torch.__version__, "numpy": np.__version__,
+            "device": device, "imported_absent_packages": sorted(m for m in ABSENT if m in sys.modules)}
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        info.update({"gpu": props.name, "capability": f"{props.major}.{props.minor}",
+                     "memory_gb": round(props.total_memory / 1e9, 1), "cuda": torch.version.cuda,
+                     "gpus_visible": torch.cuda.device_count(), "peak_bf16_flops": peak_flops(props.name)})
+    return info
+
+
+def peak_flops(name: str) -> float | None:
+    return next((peak for key, peak in PEAK_FLOPS.items() if key in name), None)
+
+
+# ----------------------------------------------------------------------------- shapes and data
+
+
+def paper_config(experiment: str, variant: str, seed: int = 0, **changes: Any) -> dict[str, Any]:
+    """The overrides of one run of the paper profile (params.yaml through yaml), with `changes`."""
+    from cod.experiments import load_params, resolve_runs
+
+    params = {**load_params(ROOT / "params.yaml"), "profile": "paper"}
+    runs = [r for r in resolve_runs(experiment, params) if r.variant == variant]
+    if not runs:
+        raise ValueError(f"no paper-profile run {experiment}/{variant}")
+    return {**runs[0].overrides, "seed": seed, **changes}
+
+
+def tiny(overrides: dict[str, Any], vocab: int = 300) -> dict[str, Any]:
+    """`overrides` at a shape a CPU trains in a fraction of a second (--dry)."""
+    heads = 2
+    return {**overrides, "model.d_model": 32, "model.n_heads": heads, "model.n_kv_heads": None,
+            "model.n_layers": min(3, overrides.get("model.n_layers", 3)), "model.d_ff": 64, "model.moe_d_ff": None,
+            "model.moe_experts": min(4, overrides.get("model.moe_experts", 4)),
+            "model.moe_top_k": min(2, overrides.get("model.moe_top_k", 2)),
+            "model.vocab_size": vocab, "data.vocab_size": vocab, "data.tokenizer": "bpe", "data.source": "offline_mix",
+            "model.max_seq_len": 64, "data.seq_len": 32, "data.batch_size": 8, "train.micro_batch": 4,
+            "train.stats_tokens": 64, "train.eval_tokens": 1024}
+
+
+def synthetic_tokens(cfg_overrides: dict[str, Any], folder: Path, train_tokens: int) -> dict[str, Any]:
+    """Random tokens where the run reads its dataset (speed does not depend on the text); the
+    overrides with data.tokens_dir set there."""
+    overrides = {**cfg_overrides, "data.tokens_dir": str(folder)}
+    cfg = run_config(overrides)
+    data = Path(cfg.data.dataset_dir)
+    if not (data / "train.bin").exists():
+        data.mkdir(parents=True, exist_ok=True)
+        rng = np.random.default_rng(0)
+        vocab = cfg.model.vocab_size
+        for split, n in (("train", train_tokens), ("val", 65_536), ("val_bbc", 16_384)):
+            rng.integers(0, min(vocab, 2**16), n, dtype=np.uint16).tofile(data / f"{split}.bin")
+        (data / "meta.json").write_text(json.dumps({"dtype": "uint16", "vocab_size": vocab}))
+    return overrides
+
+
+def trainer(overrides: dict[str, Any], out: Path, device: str):
+    from cod.train import Trainer
+
+    return Trainer(run_config(overrides), out, device=device, distributed=False, quiet=True, identify=False)
+
+
+@contextlib.contextmanager
+def compile_backend(dry: bool):
+    """torch.compile as the trainer calls it: inductor on a GPU, AOT-eager in --dry."""
+    if not dry:
+        yield
+        return
+    original = torch.compile
+    torch.compile = functools.partial(original, backend="aot_eager")
+    try:
+        yield
+    finally:
+        torch.compile = original
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _release(compiled: bool = False) -> None:
+    """Free what the last model held (its caller has dropped it); after a compiled model, dynamo's
+    caches too, so that the next model compiles afresh instead of hitting the recompile limit."""
+    if compiled:
+        torch._dynamo.reset()
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+# ----------------------------------------------------------------------------- check
+
+
+def check(lease: Lease) -> None:
+    lease.item("environment", lambda: {"ok": not lease.results["environment"]["imported_absent_packages"],
+                                       **lease.results["environment"]})
+    lease.item("bf16_step", lambda: bf16_step(lease), needs=20)
+    lease.item("resume", lambda: resume_after_kill(lease), needs=90)
+    lease.item("compile", lambda: compiled_equals_eager(lease), needs=90)
+    lease.item("moe_dispatch", lambda: moe_dispatch(lease), needs=20)
+
+
+def _check_overrides(lease: Lease, *extra: tuple[str, Any]) -> dict[str, Any]:
+    """A small model at the paper's vocabulary and bf16 (--dry: tiny, bf16 autocast on the CPU)."""
+    base = {"model.d_model": 512, "model.n_layers": 4, "model.n_heads": 8, "model.vocab_size": 50304,
+            "data.tokenizer": "gpt_neox", "data.source": "fineweb_edu", "model.max_seq_len": 256, "data.seq_len": 256,
+            "data.batch_size": 16, "train.micro_batch": 8, "train.precision": "bf16", "train.steps": 40,
+            "train.log_every": 5, "train.stats_every": 20, "train.stats_tokens": 2048, "train.eval_tokens": 16384,
+            "train.ckpt_every": 10, "optim.lr": 1e-3}
+    if lease.dry:
+        base = {**tiny(base), "train.steps": 12, "train.log_every": 2, "train.stats_every": 6, "train.ckpt_every": 4}
+    base.update(dict(extra))
+    return synthetic_tokens(base, lease.scratch / "tokens", 2**20 if not lease.dry else 2**14)
+
+
+def bf16_step(lease: Lease) -> dict:
+    t = trainer(_check_overrides(lease), lease.scratch / "bf16", lease.device)
+    losses = []
+    for _ in range(2):
+        loss, norm = t.train_step()
+        losses.append((loss, norm))
+        t.step += 1
+    with torch.autocast(lease.device, dtype=torch.bfloat16):
+        q, _, _ = t.model.blocks[0].attn.branch.qkv(torch.randn(1, 8, t.cfg.model.d_model, device=lease.device),
+                                                    t.model.rotary(8))
+    ok = all(math.isfinite(v) for pair in losses for v in pair) and q.dtype == torch.bfloat16
+    return {"ok": ok, "losses_and_grad_norms": losses, "query_dtype": str(q.dtype),
+            "peak_gb": round(torch.cuda.max_memory_allocated() / 1e9, 2) if lease.device == "cuda" else None}
+
+
+KILLED = """
+import os, signal, sys
+from cod import train
+
+kill_at = int(os.environ["COD_KILL_AT_STEP"])
+log = train.Trainer._log
+
+
+def _log(self, row):  # killed (SIGKILL) as soon as the run's row of step `kill_at` is written
+    log(self, row)
+    if not self.quiet and "loss" in row and row["step"] >= kill_at:  # quiet: the fingerprint's probe
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+train.Trainer._log = _log
+sys.exit(train.main(sys.argv[1:]))
+"""
+
+
+def resume_after_kill(lease: Lease) -> dict:
+    """The trainer as its own process: killed one logged step after its first checkpoint, run
+    again, and compared with the run left alone."""
+    overrides = _check_overrides(lease)
+    cfg = run_config(overrides)
+    settings = [f"{k}={json.dumps(v)}" for k, v in overrides.items()]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "COD_KILL_AT_STEP": str(cfg.train.ckpt_every + cfg.train.log_every), "OMP_NUM_THREADS": "4"}
+    straight, killed = lease.scratch / "straight", lease.scratch / "killed"
+    args = ["--device", lease.device, *settings]
+    limit = max(30.0, lease.left() / 3)
+
+    def run(*command) -> int:
+        return subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=limit).returncode
+
+    codes = {"straight": run("-m", "cod.train", "--out", str(straight), *args),
+             "killed": run("-c", KILLED, "--out", str(killed), *args)}
+    was_killed = codes["killed"] == -signal.SIGKILL and (killed / "ckpt.pt").exists()
+    history_at_kill = len((killed / "history.jsonl").read_text().splitlines()) if was_killed else None
+    codes["resumed"] = run("-m", "cod.train", "--out", str(killed), *args)
+    a, b = (json.loads((folder / "final.json").read_text()) for folder in (straight, killed))
+    rows = [[json.loads(r) for r in (folder / "history.jsonl").read_text().splitlines()]
+            for folder in (straight, killed)]
+    losses = [[(r["step"], r["loss"]) for r in history if "loss" in r] for history in rows]
+    wa, wb = (torch.load(folder / "model.pt", map_location="cpu")["model"] for folder in (straight, killed))
+    weight_diff = max((torch.linalg.norm(wa[k].float() - wb[k].float()) / torch.linalg.norm(wa[k].float())).item()
+                      for k in wa)
+    loss_diff = max(abs(x - y) / abs(x) for (_, x), (_, y) in zip(losses[0], losses[1]))
+    exact = losses[0] == losses[1] and all(torch.equal(wa[k], wb[k]) for k in wa)
+    tolerance = 0.0 if lease.device == "cpu" else 2e-2  # bf16 kernels with atomics are not bitwise reproducible
+    same_steps = [s for s, _ in losses[0]] == [s for s, _ in losses[1]]
+    ok = (was_killed and codes["straight"] == codes["resumed"] == 0 and same_steps and loss_diff <= tolerance
+          and b["status"] == "completed" and b["steps"] == cfg.train.steps)
+    return {"ok": ok, "killed_at_step": int(env["COD_KILL_AT_STEP"]), "checkpoint_every": cfg.train.ckpt_every,
+            "return_codes": codes, "history_rows_at_kill": history_at_kill, "exact": exact,
+            "max_rel_loss_diff": loss_diff, "max_rel_weight_diff": weight_diff,
+            "val_loss": [a["val_loss"], b["val_loss"]], "tolerance": tolerance}
+
+
+def compiled_equals_eager(lease: Lease) -> dict:
+    overrides = _check_overrides(lease)
+    steps, results = 3, {}
+    with compile_backend(lease.dry):
+        for name, compiled in (("eager", False), ("compiled", True)):
+            t = trainer({**overrides, "train.compile": compiled}, lease.scratch / name, lease.device)
+            begin, losses = time.monotonic(), []
+            for _ in range(steps):
+                losses.append(t.train_step())
+                t.step += 1
+            results[name] = {"losses_and_grad_norms": losses, "seconds": round(time.monotonic() - begin, 1)}
+            del t
+            _release(compiled)
+    eager, compiled = (results[k]["losses_and_grad_norms"] for k in ("eager", "compiled"))
+    loss_diff = max(abs(a[0] - b[0]) / abs(a[0]) for a, b in zip(eager, compiled))
+    tolerance = 2e-2  # bf16: kernels fused differently round differently
+    return {"ok": loss_diff <= tolerance, "max_rel_loss_diff": loss_diff, "tolerance": tolerance,
+            "backend": "aot_eager" if lease.dry else "inductor", **results}
+
+
+def moe_dispatch(lease: Lease) -> dict:
+    """The device's MoE dispatch (bf16 autocast) against expert by expert, same weights and tokens."""
+    from cod.model import MoE, Transformer
+
+    overrides = {"model.ffn": "moe", "model.d_model": 256, "model.n_heads": 4, "model.n_layers": 2,
+                 "model.moe_experts": 16, "model.moe_top_k": 4, "model.moe_d_ff": 256, "model.moe_shared_expert": True,
+                 "model.vocab_size": 2048, "data.vocab_size": 2048}
+    if lease.dry:
+        overrides.update({"model.d_model": 32, "model.moe_experts": 4, "model.moe_top_k": 2, "model.moe_d_ff": 32})
+    torch.manual_seed(0)
+    model = Transformer(run_config(overrides).model).to(lease.device)
+    idx = torch.randint(0, 2048, (4, 128), device=lease.device)
+    with torch.autocast(lease.device, dtype=torch.bfloat16):
+        chosen = model.blocks[0].mlp.branch.dispatch_for(torch.zeros(1, 1, device=lease.device))
+    ways = ["each", "grouped" if lease.dry else "auto"]
+    results, errors = {}, {}
+    for way in ways + ([] if lease.dry else ["sorted"]):
+        MoE.dispatch = way
+        try:
+            model.zero_grad(set_to_none=True)
+            with torch.autocast(lease.device, dtype=torch.bfloat16):
+                out = model(idx, idx)
+            (out.loss + out.aux_loss).backward()
+            _sync(lease.device)
+            results[way] = (out.loss.float().item(), {n: p.grad.float().clone() for n, p in model.named_parameters()},
+                            out.routing["counts"].cpu())
+        except Exception as error:  # recorded; the fallback is tried
+            errors[way] = f"{type(error).__name__}: {error}"
+        finally:
+            MoE.dispatch = "auto"
+    compared = {}
+    for way in results:
+        if way == "each" or "each" not in results:
+            continue
+        loss_a, grads_a, counts_a = results["each"]
+        loss_b, grads_b, counts_b = results[way]
+        grad_diff = max((torch.linalg.norm(grads_a[n] - grads_b[n]) / (torch.linalg.norm(grads_a[n]) + 1e-12)).item()
+                        for n in grads_a)
+        compared[way] = {"rel_loss_diff": abs(loss_a - loss_b) / abs(loss_a), "max_rel_grad_diff": grad_diff,
+                         "same_loads": torch.equal(counts_a, counts_b)}
+    tolerance = 2e-2
+    main = ways[1]
+    ok = main in compared and compared[main]["rel_loss_diff"] <= tolerance and \
+        compared[main]["max_rel_grad_diff"] <= 10 * tolerance
+    return {"ok": ok, "dispatch_chosen_in_bf16": chosen, "compared_with_each": compared, "errors": errors,
+            "tolerance": tolerance}
+
+
+# ----------------------------------------------------------------------------- bench
+
+
+def bench(lease: Lease, shapes: list[tuple[str, str]] | None = None) -> None:
+    shapes = shapes or BENCH
+    configs = {}
+    for experiment, variant in shapes:
+        label = f"{experiment}/{variant}"
+        overrides = paper_config(experiment, variant)
+        if lease.dry:
+            overrides = tiny(overrides)
+        micro = overrides.get("train.micro_batch") or overrides["data.batch_size"]
+        overrides.update({"data.batch_size": micro, "train.micro_batch": 0, "train.steps": 10**6,
+                          "train.stats_every": 0, "train.ckpt_every": 0, "train.log_every": 1})
+        tokens = micro * overrides["data.seq_len"] * (64 if not lease.dry else 16)
+        configs[label] = synthetic_tokens(overrides, lease.scratch / "tokens" / label.replace("/", "_"), tokens)
+    seconds = 0.5 if lease.dry else 25.0  # timed per shape and way, after the warm-up
+    labels = list(configs)
+
+    def compiled(label: str) -> None:
+        lease.item(f"{label} compiled", lambda o=configs[label]: measure(lease, o, True, seconds), needs=seconds + 90)
+
+    for label in labels:  # eager first: every shape measured before anything compiles
+        lease.item(f"{label} eager", lambda o=configs[label]: measure(lease, o, False, seconds), needs=seconds + 20)
+    compiled(labels[0])  # then one compiled shape, the estimates of all (CPU work), the other compiled shapes
+    for label in labels:
+        lease.item(f"{label} estimate", lambda l=label: estimate(lease, l, configs[l]), needs=40)
+    for label in labels[1:] if not lease.dry else []:  # --dry: the compiled path once is enough
+        compiled(label)
+
+
+def measure(lease: Lease, overrides: dict[str, Any], compiled: bool, seconds: float) -> dict:
+    from cod.flops import flops_per_token
+
+    if lease.device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    with compile_backend(lease.dry):
+        t = trainer({**overrides, "train.compile": compiled}, lease.scratch / "bench", lease.device)
+        begin = time.monotonic()
+        for _ in range(2):  # warm-up: compilation, the allocator's pools, cuBLAS's choices
+            t.step_on_device()
+            t.step += 1
+        _sync(lease.device)
+        warm = time.monotonic() - begin
+        steps, begin = 0, time.monotonic()
+        while steps < 3 or time.monotonic() - begin < seconds:
+            loss, _ = t.step_on_device()
+            t.step += 1
+            steps += 1
+            if time.monotonic() - begin > 3 * seconds:
+                break
+        _sync(lease.device)
+        elapsed = time.monotonic() - begin
+    cfg = t.cfg
+    tokens = cfg.data.batch_size * cfg.data.seq_len
+    speed = steps * tokens / elapsed
+    flops = flops_per_token(cfg.model, cfg.data.seq_len)
+    peak = lease.results["environment"].get("peak_bf16_flops")
+    result = {"ok": math.isfinite(loss.item()), "tokens_per_step": tokens, "steps": steps, "warmup_s": round(warm, 1),
+              "tokens_per_s": round(speed, 1), "step_s": round(elapsed / steps, 4), "flops_per_token": flops,
+              "mfu": round(flops * speed / peak, 4) if peak else None, "params": t.model.num_params(),
+              "micro_batch": cfg.data.batch_size, "seq_len": cfg.data.seq_len, "recompute": cfg.train.recompute,
+              "precision": str(cfg.train.precision)}
+    if lease.device == "cuda":
+        result["peak_allocated_gb"] = round(torch.cuda.max_memory_allocated() / 1e9, 2)
+        result["peak_reserved_gb"] = round(torch.cuda.max_memory_reserved() / 1e9, 2)
+    del t, loss
+    _release(compiled)
+    return result
+
+
+def estimate(lease: Lease, label: str, overrides: dict[str, Any]) -> dict:
+    """cod.memory's traced peak of the same step (fake tensors, on the CPU), against the measured ones."""
+    from cod.memory import training_peak
+
+    estimated = training_peak(run_config({**overrides, "train.compile": False})) / 1e9
+    measured = {way: lease.results["items"].get(f"{label} {way}", {}).get("peak_allocated_gb")
+                for way in ("eager", "compiled")}
+    return {"ok": True, "estimated_gb": float(f"{estimated:.4g}"), "measured_gb": measured,
+            "measured_over_estimated": {way: round(gb / estimated, 3) if gb else None for way, gb in measured.items()}}
+
+
+# ----------------------------------------------------------------------------- science
+
+
+def science(lease: Lease, tokens: Path) -> None:
+    vocab, corpus = _token_source(lease, tokens)
+    lease.results["tokens"] = corpus
+    speeds = {}
+    for experiment in SCIENCE:
+        probe = lease.item(f"{experiment} throughput", lambda e=experiment: science_speed(lease, e, vocab, corpus),
+                           needs=30)
+        speeds[experiment] = probe.get("tokens_per_s")
+    first = len(SCIENCE) * len(SCIENCE_NORMS)  # seed 0 of every shape and norm share what is left
+    slice_s = (lease.left() - 20.0) / first
+    steps = {experiment: science_steps(lease, experiment, vocab, corpus, speeds[experiment], slice_s)
+             for experiment in SCIENCE if speeds[experiment]}
+    lease.results["plan"] = {"seconds_per_run": round(slice_s, 1), "steps": steps, "tokens_per_s": speeds}
+    for seed in SCIENCE_SEEDS[:1] if lease.dry else SCIENCE_SEEDS:
+        for experiment in steps:
+            for norm in SCIENCE_NORMS:
+                overrides = science_overrides(lease, experiment, norm, seed, vocab, corpus, steps[experiment])
+                needs = 10.0 if lease.dry else steps[experiment] * _step_tokens(overrides) / speeds[experiment] \
+                    + SCIENCE_OVERHEAD_S
+                name = f"{experiment}_{norm}_s{seed}"
+                lease.item(name, lambda o=overrides, n=name: science_run(lease, o, n), needs=needs)
+    lease.record("summary", science_summary(lease.results["items"]))
+
+
+def _token_source(lease: Lease, tokens: Path) -> tuple[int, dict[str, Any]]:
+    """The vocabulary and a description of the tokens trained on: the carried ones, or (--dry
+    without them) synthetic ones."""
+    folder = Path(tokens)
+    if lease.dry or not (folder / "train.bin").exists():
+        if not lease.dry:
+            raise FileNotFoundError(f"no train.bin in {folder}: carry the tokens with the command "
+                                    "(e.g. data/tokens/bpe2048, made by `dvc repro prepare`)")
+        overrides = synthetic_tokens(tiny({}), lease.scratch / "science_tokens", 2**15)
+        folder = Path(run_config(overrides).data.dataset_dir)
+    meta = json.loads((folder / "meta.json").read_text())
+    n_train = (folder / "train.bin").stat().st_size // np.dtype(meta.get("dtype", "uint16")).itemsize
+    return int(meta["vocab_size"]), {"folder": str(folder), "vocab": int(meta["vocab_size"]), "train_tokens": n_train}
+
+
+def _step_tokens(overrides: dict[str, Any]) -> int:
+    cfg = run_config(overrides)
+    return cfg.data.batch_size * cfg.data.seq_len
+
+
+def science_overrides(lease: Lease, experiment: str, norm: str, seed: int, vocab: int, corpus: dict[str, Any],
+                      steps: int) -> dict[str, Any]:
+    """Paper A's run of `experiment` with norm `norm` (its paper-profile shape and recipe) on the
+    carried tokens: their vocabulary, SCIENCE_BATCH sequences a step, `steps` steps."""
+    overrides = paper_config(experiment, norm, seed)
+    folder = Path(corpus["folder"])
+    name = folder.name  # the dataset folder, bpe<V>: the offline corpus's BPE
+    if not re.fullmatch(r"bpe\d+", name):
+        raise ValueError(f"--tokens must be a bpe<V> folder of cod.data.prepare's offline corpus, not {name}")
+    overrides.update({"data.tokens_dir": str(folder.parent), "data.tokenizer": "bpe", "data.source": "offline_mix",
+                      "data.vocab_size": vocab, "model.vocab_size": vocab, "data.batch_size": SCIENCE_BATCH,
+                      "train.micro_batch": 0, "train.compile": False, "train.ckpt_every": 0,
+                      "train.eval_tokens": 2**17, "train.stats_tokens": 2**14, "train.log_every": 10,
+                      "train.stats_every": max(10, steps // 10), "train.steps": steps})
+    if lease.dry:
+        overrides = {**tiny(overrides, vocab), "data.tokens_dir": str(folder.parent), "train.steps": steps,
+                     "train.stats_every": 4, "train.log_every": 2}
+        overrides["model.n_layers"] = 2 if experiment == SCIENCE[0] else 4
+    return overrides
+
+
+def science_speed(lease: Lease, experiment: str, vocab: int, corpus: dict[str, Any]) -> dict:
+    """Tokens per second of the shape's training step (eager, after two warm-up steps)."""
+    t = trainer(science_overrides(lease, experiment, "pre_ln", 0, vocab, corpus, 10**6), lease.scratch / "speed",
+                lease.device)
+    for _ in range(2):
+        t.step_on_device()
+        t.step += 1
+    _sync(lease.device)
+    begin, steps = time.monotonic(), 3 if lease.dry else 8
+    for _ in range(steps):
+        t.step_on_device()
+        t.step += 1
+    _sync(lease.device)
+    speed = steps * t.cfg.data.batch_size * t.cfg.data.seq_len / (time.monotonic() - begin)
+    result = {"ok": True, "tokens_per_s": round(speed, 1), "params": t.model.num_params(),
+              "n_layers": t.cfg.model.n_layers, "d_model": t.cfg.model.d_model}
+    del t
+    _release()
+    return result
+
+
+def science_steps(lease: Lease, experiment: str, vocab: int, corpus: dict[str, Any], speed: float,
+                  seconds: float) -> int:
+    """Steps of a run of `experiment` that fit `seconds`, at most SCIENCE_EPOCHS epochs (8 in --dry)."""
+    if lease.dry:
+        return 8
+    per_step = _step_tokens(science_overrides(lease, experiment, "pre_ln", 0, vocab, corpus, 1))
+    fit = int(speed * max(0.0, seconds - SCIENCE_OVERHEAD_S) / per_step)
+    return max(10, min(fit, SCIENCE_EPOCHS * corpus["train_tokens"] // per_step))
+
+
+def science_run(lease: Lease, overrides: dict[str, Any], name: str) -> dict:
+    from cod.train import Trainer
+
+    out = lease.folder / "science" / name
+    cfg = run_config(overrides)
+    t = Trainer(cfg, out, weights=lease.scratch / "weights" / name, name=name, device=lease.device,
+                distributed=False, quiet=False, identify=False)
+    t.deadline = time.monotonic() + max(5.0, lease.left() - 15.0)
+    final = t.fit()
+    history = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]
+    stats = [r for r in history if "resid_var" in r]
+    last = stats[-1]["resid_var"] if stats else None
+    del t
+    _release()
+    return {"ok": final["status"] in ("completed", "stopped"), "status": final["status"], "steps": final["steps"],
+            "planned_steps": cfg.train.steps, "norm": str(cfg.model.norm), "n_layers": cfg.model.n_layers,
+            "d_model": cfg.model.d_model, "seed": cfg.seed, "val_loss": final["val_loss"], "val_ppl": final["val_ppl"],
+            "val_bbc_loss": final["val_bbc_loss"], "final_train_loss": final["final_train_loss"],
+            "tokens": final["tokens"], "tokens_per_s": final["tokens_per_s"],
+            "last_layer_over_first_resid_var": last[-1] / last[0] if last else None}
+
+
+def science_summary(items: dict[str, Any]) -> dict[str, Any]:
+    """Per shape and norm: the completed runs' mean validation loss and variance growth, over seeds."""
+    groups: dict[str, list[dict]] = {}
+    for result in items.values():
+        if isinstance(result, dict) and result.get("status") == "completed":
+            key = f"{result['n_layers']} layers x {result['d_model']}, {result['steps']} steps, {result['norm']}"
+            groups.setdefault(key, []).append(result)
+    return {key: {"seeds": [r["seed"] for r in runs], "val_loss_mean": float(np.mean([r["val_loss"] for r in runs])),
+                  "val_loss": [r["val_loss"] for r in runs],
+                  "resid_var_growth": [r["last_layer_over_first_resid_var"] for r in runs]}
+            for key, runs in sorted(groups.items())}
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+def _summary(result: dict) -> str:
+    shown = {k: v for k, v in result.items() if k not in ("traceback", "losses_and_grad_norms") and
+             not isinstance(v, (dict, list))}
+    return json.dumps(shown, default=_plain)[:300]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cod.gpu_lease", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["check", "bench", "science"])
+    parser.add_argument("--dry", action="store_true", help="tiny shapes on the CPU, synthetic tokens (the tests)")
+    parser.add_argument("--budget", type=float, default=BUDGET_S, help=f"seconds to plan for (default {BUDGET_S:.0f})")
+    parser.add_argument("--out", type=Path, help="results folder (default runs/gpu/<date>_<device>_torch<version>/)")
+    parser.add_argument("--tokens", type=Path, default=ROOT / "data/tokens/bpe2048",
+                        help="science: the folder of train.bin, val.bin and meta.json carried with the command")
+    parser.add_argument("--shapes", nargs="*", metavar="EXPERIMENT/VARIANT",
+                        help="bench: paper-profile runs to measure (default: BENCH)")
+    args = parser.parse_args(argv)
+    lease = Lease(args.mode, args.dry, args.budget, args.out)
+    print(f"[gpu_lease {args.mode}] {lease.device}, torch {torch.__version__}, budget {args.budget:.0f} s, "
+          f"results in {lease.path}", flush=True)
+
+    def watchdog(signum, frame):
+        raise BudgetSpent(f"{args.budget + WATCHDOG_GRACE:.0f} s spent")
+
+    previous = signal.signal(signal.SIGALRM, watchdog)
+    signal.setitimer(signal.ITIMER_REAL, args.budget + WATCHDOG_GRACE)
+    try:
+        if args.mode == "check":
+            check(lease)
+        elif args.mode == "bench":
+            bench(lease, [tuple(s.split("/", 1)) for s in args.shapes] if args.shapes else None)
+        else:
+            science(lease, args.tokens)
+        lease.results["stopped_by_watchdog"] = False
+    except BudgetSpent as error:
+        lease.results["stopped_by_watchdog"] = str(error)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        lease.results["finished"] = _now()
+        lease.save()
+        shutil.rmtree(lease.scratch, ignore_errors=True)
+    failed = [name for name, r in lease.results["items"].items() if isinstance(r, dict) and r.get("ok") is False]
+    print(f"[gpu_lease {args.mode}] {len(lease.results['items'])} items, failed: {failed or 'none'}; "
+          f"{lease.results['elapsed_s']} s; {lease.path}", flush=True)
+    return 1 if failed or lease.results["stopped_by_watchdog"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""The tracked tree stays small enough to travel: a lent GPU takes the working tree with each
+command (64 MiB at most, carried data included), so what git tracks is held to 40 MiB."""
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT = 40 * 2**20  # bytes
+
+
+def tracked_sizes() -> dict[str, int]:
+    """Bytes of every file `git ls-files` lists that exists in the working tree."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    sizes = {}
+    for name in names.decode().split("\0"):
+        path = ROOT / name
+        if name and path.is_file():
+            sizes[name] = path.stat().st_size
+    return sizes
+
+
+def biggest_folders(sizes: dict[str, int], depth: int = 3, top: int = 12) -> list[tuple[str, int]]:
+    folders = Counter()
+    for name, size in sizes.items():
+        folders["/".join(Path(name).parts[:-1][:depth]) or "."] += size
+    return folders.most_common(top)
+
+
+def test_tracked_tree_is_at_most_40_mib():
+    sizes = tracked_sizes()
+    total = sum(sizes.values())
+    print(f"\ntracked: {len(sizes)} files, {total / 2**20:.1f} MiB (limit {LIMIT / 2**20:.0f} MiB)")
+    for folder, size in biggest_folders(sizes):
+        print(f"  {size / 2**20:6.1f} MiB  {folder}")
+    assert total <= LIMIT, f"the tracked tree holds {total / 2**20:.1f} MiB, above {LIMIT / 2**20:.0f} MiB"
