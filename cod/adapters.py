@@ -111,8 +111,8 @@ class HFDecoder(_Adapter):
         makers = {"full_attention": create_causal_mask, "sliding_attention": create_sliding_window_causal_mask}
         ctx = {"positions": positions, "mask": {}, "rope": {}}
         for kind in set(self.layer_types):
-            ctx["mask"][kind] = makers[kind](config=self.config, inputs_embeds=x, attention_mask=None,
-                                             past_key_values=None, position_ids=positions)
+            # the cache goes by position: transformers renamed it (past_key_values, then cache)
+            ctx["mask"][kind] = makers[kind](self.config, x, None, None, position_ids=positions)
             rope_args = (kind,) if self._rope_per_type else ()
             ctx["rope"][kind] = self.base.rotary_emb(x, positions, *rope_args)
         return ctx

@@ -5,7 +5,8 @@
 
 A notebook depends on every `cod` module it reaches through module-level imports, its own and
 those of the modules it imports (an import inside a function runs only when that function does,
-and is not followed). A subpackage reached whole is listed as its folder. So changing the verdict
+and is not followed), and on a module's own data file beside it (cod/registry.yaml). A
+subpackage reached whole is listed as its folder. So changing the verdict
 rule, a loader or a plot helper marks exactly the notebooks that use it stale.
 """
 
@@ -66,8 +67,9 @@ def reached(source: str) -> set[str]:
 def notebook_deps(name: str) -> list[str]:
     """The `cod` files and folders notebook `name` depends on: a subpackage whose every module is
     reached is named by its folder."""
-    files = {module_path(m).relative_to(ROOT).as_posix() for m in reached((ROOT / "notebooks" / f"{name}.py").read_text())}
-    files.discard("cod/__init__.py")
+    paths = [module_path(m) for m in reached((ROOT / "notebooks" / f"{name}.py").read_text())]
+    paths += [p.with_suffix(".yaml") for p in paths if p.with_suffix(".yaml").exists()]  # a module's own data
+    files = {p.relative_to(ROOT).as_posix() for p in paths} - {"cod/__init__.py"}
     for package in sorted(p for p in (ROOT / "cod").iterdir() if (p / "__init__.py").exists()):
         members = {f.relative_to(ROOT).as_posix() for f in package.glob("*.py")}
         inside = {f for f in files if f.startswith(f"cod/{package.name}/")}

@@ -86,6 +86,7 @@ from cod import plots, scoreboard
 from cod.analysis import load_analyses
 from cod.compare import unigram_perplexity
 from cod.config import run_config_from_dict
+from cod.experiments import load_params, resolve_runs
 from cod.pilot import Criterion, bigram_perplexity, cheapest, judge
 from cod.results import load_final, load_layer_stats
 
@@ -170,10 +171,13 @@ plt.show()
 # ## The choice
 
 # %%
+params = load_params()
+params["profile"] = profile
+untrained = [run.variant for run in resolve_runs(experiment, params) if run.variant not in candidates.index]
 chosen = cheapest(candidates)
 if chosen is None:
-    text = ("**No candidate meets the criterion**, so no headline profile is chosen from this grid. "
-            "Failing tests per candidate are in the table above.")
+    text = (f"**No candidate trained so far meets the criterion** ({len(candidates)} trained; not yet trained: "
+            f"{', '.join(untrained) or 'none'}), so no headline profile is chosen yet. Failing tests are in the table.")
 else:
     row = candidates.loc[chosen]
     text = (f"**Chosen: `{chosen}`**, width {row['width']} at {row['layers']} layers and {row['tokens (M)']:.0f}M "
@@ -186,7 +190,7 @@ tests = ["real_lm", "grows_with_depth", "grows_in_training", "deep_less_effectiv
 shown = candidates[["width", "tokens (M)", "core_hours", "val ppl", "margin_nats", "depth_ratio", "growth_ratio",
                     "removal_ratio", *tests]]
 block = "\n".join([
-    f"The pilot's Pre-LN candidates ({len(candidates)} of the grid trained; unigram perplexity {unigram:.1f}, "
+    f"The pilot's Pre-LN candidates (one seed each; unigram perplexity {unigram:.1f}, "
     f"bigram {bigram:.1f}) against the criterion (margin >= {margin_nats} nats, depth ratio >= {min_depth_ratio} "
     f"with rho >= {min_rho}, growth ratio >= {min_growth_ratio}, removal ratio <= {max_removal_ratio}):",
     "",

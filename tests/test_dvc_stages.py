@@ -23,6 +23,7 @@ def test_the_import_walk_follows_modules_through_cod():
     modules = stages.reached("from cod.verdicts import compare\nfrom cod import plots\n")
     assert {"cod.verdicts", "cod.registry", "cod.results", "cod.plots"} <= modules
     assert "cod.train" not in stages.reached("from cod.registry import load_registry\n")
+    assert "cod/registry.yaml" in stages.notebook_deps("a4_variance_dynamics")  # the registry's data
 
 
 def test_relative_imports_resolve_against_their_package():

@@ -205,3 +205,11 @@ def test_definitions(registry):
     assert defs["admin"].departs and defs["group_ln"].departs and not defs["moe_balance_loss"].departs
     for definition in defs.values():
         assert definition.ours and definition.source and definition.why
+
+
+def test_the_readme_states_every_definition_against_its_source():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Definitions that interpret their sources", 1)[1].split("\n## ", 1)[0]
+    for name, definition in definitions().items():
+        line = next(line for line in section.splitlines() if f"**`{name}`**" in line)
+        assert ("(departs)" in line) == definition.departs, name
