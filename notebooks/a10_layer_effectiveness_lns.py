@@ -37,24 +37,31 @@
 # (`cod/metrics/pruning.py`). A size whose analysis has not been run yet is left out, and
 # said so below.
 #
-# **The verdict rule, fixed before the numbers.** Per run: the *coefficient of variation* of
-# the loss increase across layers (standard deviation over layers / mean over layers: lower is
-# more uniform; undefined, and dropped, if the mean is not positive); the mean loss increase
-# and the mean adjacent angular distance over the *deeper half* of blocks (L/2 + 1 .. L); the
-# slope of a least-squares line of Pre-LN's adjacent distance against the layer index; the
-# share of LNS's blocks whose adjacent distance exceeds 0.6. These are judged by the one rule
-# of the package (`cod/verdicts.py`). Comparisons between LNS and Pre-LN (claims 1-3,
-# `compare`): **reproduced** when the claimed direction holds in every seed and the gap of the
-# seed means exceeds the larger standard deviation over seeds (no further noise floor: every
-# run is scored on the same held-out tokens), **not reproduced** when the opposite holds that
-# way, **inconclusive** otherwise or with fewer than two paired seeds. Claims on one norm
-# (4, 5, `every_seed`) are **reproduced** when they hold in every seed, **not reproduced** when
-# they hold in none, **inconclusive** otherwise. Claims, per size:
+# **The claims, fixed before the numbers.** Per run: the *coefficient of variation* of the loss
+# increase across layers (standard deviation over layers / mean over layers: lower is more
+# uniform; undefined, and dropped, if the mean is not positive); the mean loss increase and the
+# mean adjacent angular distance over the *deeper half* of blocks (L/2 + 1 .. L); the slope of a
+# least-squares line of Pre-LN's adjacent distance against the layer index; the share of LNS's
+# blocks whose adjacent distance exceeds 0.6 **on the scale of the paper's figure**. Fig. 7's
+# caption gives no scale, Fig. 3's says its distances are "scaled to the range [0, 1]", and the
+# authors' released heatmap script (`utils/angular_analysis.py` of lmsdss/LayerNorm-Scaling)
+# clips each row of the grid (one offset n, all layers) to its 1st-99th percentile and min-max
+# scales it to [0, 1]. So the threshold is applied, per run, to the adjacent distances (the n = 1
+# row) scaled that way: 0 is the run's smallest adjacent distance, 1 its largest. On the raw
+# arccos/pi of eq. 1, 0.6 would mean 108 degrees between consecutive states. (That script also
+# takes the last token of each window, where we average over tokens.) The comparisons of LNS
+# with Pre-LN (claims 1-3) use `compare`, paired by seed; coefficients of variation and
+# distances are positive and compared as ratios, loss increases (which can be negative) as
+# differences. Claims on one norm use `one_sample`: the slope against 0 (claim 4), the share
+# against one half (claim 5). No further noise floor: every run is scored on the same held-out
+# tokens. The paper shows Fig. 7 for 130M only, so the 250M claims are ours. Every claim is
+# judged by the one rule of the package (`cod/verdicts.py`), printed below. Claims, per size:
 # 1. the pruning drop is more uniform across layers under LNS (lower coefficient of variation);
 # 2. the deep-half pruning drop is larger under LNS than under Pre-LN;
-# 3. the deep-half adjacent angular distance is higher under LNS than under Pre-LN;
+# 3. the deep-half adjacent angular distance (raw arccos/pi) is higher under LNS than under Pre-LN;
 # 4. Pre-LN's adjacent angular distance falls with depth (negative slope);
-# 5. the paper's magnitude: most LNS blocks (more than half) have adjacent distance > 0.6.
+# 5. the paper's magnitude: most LNS blocks (more than half) have a scaled adjacent distance
+#    above 0.6.
 #
 # Every curve is the mean over seeds, the band their min..max.
 
@@ -64,7 +71,7 @@ analyses = ["a_130m", "a_250m"]  # analyses/<profile>/<name>/<variant>_s<seed>/l
 analyses_root = "analyses"
 runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a10_layer_effectiveness_lns
-threshold = 0.6  # the paper's "most layers exceed 0.6" (section 5.5)
+threshold = 0.6  # the paper's "most layers exceed 0.6" (section 5.5), on its figure's [0, 1] scale
 
 # %%
 figures_dir = figures_dir or f"figures/{profile}/a10_layer_effectiveness_lns"
@@ -79,12 +86,13 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
+import cod.verdicts
 from cod import plots
 from cod.analysis import load_complete, stored_settings
 from cod.compare import failure_line, load_sweep
 from cod.metrics.angular import adjacent_distances
 from cod.results import spread
-from cod.verdicts import Claims, compare, every_seed
+from cod.verdicts import Claims, compare, one_sample
 
 VARIANTS = {"Pre-LN": "pre_ln", "LNS": "lns"}
 LABELS = {variant: label for label, variant in VARIANTS.items()}
@@ -93,6 +101,13 @@ COLORS = {"Pre-LN": "C0", "LNS": "C2"}
 
 def size_label(name: str) -> str:
     return name.split("_", 1)[1].upper()  # a_130m -> 130M
+
+
+def figure_scale(distances: np.ndarray) -> np.ndarray:
+    """Paper A's figure scale of one row of distances (one offset, all layers): clipped to its
+    1st-99th percentile, then min-max scaled to [0, 1] (the authors' utils/angular_analysis.py)."""
+    clipped = np.clip(distances, *np.percentile(distances, [1, 99]))
+    return (clipped - clipped.min()) / (clipped.max() - clipped.min())
 
 
 root = Path(analyses_root) / profile
@@ -105,6 +120,7 @@ settings = {name: stored_settings(root / name) for name in sizes}
 experiments = {name: settings[name]["experiment"] for name in sizes}
 for name in sizes:
     print(f"{size_label(name)}: {len(layers[name])} runs; settings (params.yaml analyses.{name}): {settings[name]}")
+print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## The runs and their per-run statistics
@@ -122,6 +138,7 @@ for name in sizes:
         n = len(a.variance)
         index = np.arange(1, n + 1)
         adjacent = adjacent_distances(a.angular)  # d(x^l, x^{l+1}): block l's input against its output
+        scaled = figure_scale(adjacent)
         drop = a.removal.loss_increase
         deep = index > n // 2
         rows.append({"size": name, "norm": label, "variant": VARIANTS[label], "seed": seed, "layers": n,
@@ -131,9 +148,9 @@ for name in sizes:
                      "adjacent_deep": adjacent[deep].mean(), "adjacent_shallow": adjacent[~deep].mean(),
                      "adjacent_slope": np.polyfit(index, adjacent, 1)[0],
                      "adjacent_slope_after_first": np.polyfit(index[1:], adjacent[1:], 1)[0],
-                     "share_above": float(np.mean(adjacent > threshold))})
+                     "scaled_deep": scaled[deep].mean(), "share_above": float(np.mean(scaled > threshold))})
         per_layer += [{"size": name, "norm": label, "seed": seed, "layer": i + 1, "adjacent_distance": adjacent[i],
-                       "loss_increase": drop[i]} for i in range(n)]
+                       "adjacent_scaled": scaled[i], "loss_increase": drop[i]} for i in range(n)]
 table = pd.DataFrame(rows)
 table = table.merge(finals[["size", "variant", "seed", "val_ppl", "failed"]], on=["size", "variant", "seed"],
                     how="left")
@@ -147,45 +164,51 @@ display(table.round(4))
 # %% [markdown]
 # ## Fig. 7: pruning drop and adjacent-layer angular distance per layer
 # Left: held-out loss without block l minus the intact model's (nats; symmetric-log axis,
-# since removing the first block can cost orders of magnitude more than the others). Right:
-# d(x^l, x^{l+1}); the dashed line is the paper's 0.6. The dotted line splits the shallow and
-# deep halves.
+# since removing the first block can cost orders of magnitude more than the others). Middle:
+# d(x^l, x^{l+1}), raw arccos/pi (eq. 1). Right: the same on the paper's figure scale (each
+# run's adjacent distances clipped to their 1st-99th percentile and min-max scaled to [0, 1]),
+# where the dashed line is the paper's 0.6. The dotted line splits the shallow and deep halves.
 
 # %%
-fig, axes = plt.subplots(len(sizes), 2, figsize=(12, 4 * len(sizes)), squeeze=False)
+panels = ["loss_increase", "adjacent_distance", "adjacent_scaled"]
+fig, axes = plt.subplots(len(sizes), 3, figsize=(17, 4 * len(sizes)), squeeze=False)
 for row, name in enumerate(sizes):
     at = per_layer[per_layer["size"] == name]
     for label in VARIANTS:
-        for ax, value in zip(axes[row], ["loss_increase", "adjacent_distance"]):
+        for ax, value in zip(axes[row], panels):
             values = at[at["norm"] == label].pivot_table(index="layer", columns="seed", values=value)
             plots.seed_band(ax, values.index, values, COLORS[label], label, marker="o", markersize=3)
     n = at["layer"].max()
     for ax in axes[row]:
         ax.axvline(n / 2 + 0.5, color="grey", linestyle=":", linewidth=1)
         ax.set_xlabel("removed layer $l$" if ax is axes[row, 0] else "layer $l$")
+        ax.legend()
     axes[row, 0].axhline(0, color="black", linewidth=0.5)
     axes[row, 0].set_yscale("symlog", linthresh=1e-2)
     axes[row, 0].set_ylabel("loss increase (nats)")
     axes[row, 0].set_title(f"{size_label(name)}: performance drop of layer pruning")
-    axes[row, 1].axhline(threshold, color="grey", linestyle="--", linewidth=1,
-                         label=f"paper: most LNS layers above {threshold}")
-    axes[row, 1].set_ylim(0, max(1.0, at["adjacent_distance"].max() * 1.05))
-    axes[row, 1].set_ylabel(r"$d(x^l, x^{l+1})$")
+    axes[row, 1].set_ylim(bottom=0)
+    axes[row, 1].set_ylabel(r"$d(x^l, x^{l+1})$ (arccos / $\pi$)")
     axes[row, 1].set_title(f"{size_label(name)}: angular distance to the next layer")
-    axes[row, 0].legend()
-    axes[row, 1].legend()
+    axes[row, 2].axhline(threshold, color="grey", linestyle="--", linewidth=1,
+                         label=f"paper: most LNS layers above {threshold}")
+    axes[row, 2].set_ylim(0, 1.05)
+    axes[row, 2].set_ylabel(r"$d(x^l, x^{l+1})$, scaled to [0, 1] per run")
+    axes[row, 2].set_title(f"{size_label(name)}: on the paper's figure scale")
+    axes[row, 2].legend()
 plots.save(fig, figures_dir, "fig7_layer_effectiveness")
 plt.show()
 
 # %% [markdown]
-# ## Claims, judged by the rule above
+# ## Claims, judged by the rule
 # Per-seed statistics, then mean ± standard deviation over seeds. `adjacent_slope` is per
-# layer; `adjacent_slope_after_first` leaves block 1 out and `drop_shallow` is the shallow
-# half's mean, both for reading only: the verdicts use the statistics as declared.
+# layer; `adjacent_slope_after_first` leaves block 1 out, `drop_shallow` is the shallow half's
+# mean and `scaled_deep` the deep half's mean adjacent distance on the figure's [0, 1] scale, all
+# for reading only: the verdicts use the statistics as declared.
 
 # %%
 summary = ["drop_cv", "drop_deep", "drop_shallow", "adjacent_deep", "adjacent_slope", "adjacent_slope_after_first",
-           "share_above"]
+           "scaled_deep", "share_above"]
 display(table.pivot_table(index=["size", "seed"], columns="norm", values=summary).round(4))
 display(table.groupby(["size", "norm"])[summary].agg(spread))
 
@@ -200,10 +223,12 @@ def values(series: pd.Series, digits: int = 3) -> str:
 
 def add(size: str, key: str, text: str, paper_value: str, ours: str, verdict) -> None:
     """One claim of one size; the per-seed summary goes before the rule's numbers in 'ours'."""
+    ours_prefix = ""
     if size != "130M":
         paper_value = f"no {size} figure in the paper; {paper_value}"
+        ours_prefix = "(ours) "
     id_ = f"a10-{key}-{size.lower()}"
-    v[id_] = claims.add(id_, "Fig. 7 / section 5.5", f"{size}: {text}", paper_value,
+    v[id_] = claims.add(id_, "Fig. 7 / section 5.5", f"{ours_prefix}{size}: {text}", paper_value,
                         replace(verdict, why=f"{ours}; {verdict.why}"))
 
 
@@ -220,7 +245,8 @@ for name in sizes:
     add(size, "drop-deep", "removing a deep-half layer costs more under LNS than under Pre-LN",
         "Fig. 7 left (130M): pruning LNS's deep layers causes a larger drop",
         f"mean loss increase (nats) over the deep half: LNS {spread(lns('drop_deep'))}, "
-        f"Pre-LN {spread(pre('drop_deep'))}", compare(lns("drop_deep"), pre("drop_deep"), higher_is_better=True))
+        f"Pre-LN {spread(pre('drop_deep'))}",
+        compare(lns("drop_deep"), pre("drop_deep"), higher_is_better=True, scale="difference"))
     add(size, "adjacent-distance-deep", "deep-half layers are more distinct from their neighbour (higher adjacent "
         "angular distance) under LNS than under Pre-LN",
         "Fig. 7 right (130M): LNS mostly > 0.6; Pre-LN significantly lower",
@@ -231,14 +257,17 @@ for name in sizes:
     add(size, "preln-distance-falls", "under Pre-LN the adjacent angular distance falls with depth",
         "Fig. 7 right (130M): Pre-LN's progressively decreases with depth",
         f"slope of d(x^l, x^(l+1)) against l per seed: {values(slope)}; without block 1: "
-        f"{values(pre('adjacent_slope_after_first'))}", every_seed(slope < 0, "slope below 0", slope))
+        f"{values(pre('adjacent_slope_after_first'))}",
+        one_sample(slope, higher_is_better=False, why="slope below 0"))
     share = lns("share_above")
     largest = per_layer[(per_layer["size"] == name) & (per_layer["norm"] == "LNS")]["adjacent_distance"].max()
-    add(size, "lns-above-threshold", f"most LNS layers have adjacent angular distance above {threshold}",
+    add(size, "lns-above-threshold", f"most LNS layers have adjacent angular distance above {threshold} on the "
+        "figure's scale (each run's adjacent distances clipped to their 1st-99th percentile, min-max scaled to [0, 1])",
         f"Fig. 7 right (130M): most LNS layers exceed {threshold}",
-        f"share of LNS layers above {threshold} per seed: {values(share, 2)} (Pre-LN: "
-        f"{values(pre('share_above'), 2)}); largest LNS adjacent distance {largest:.3f}",
-        every_seed(share > 0.5, "share above one half", share))
+        f"share of LNS layers above {threshold} on the figure's scale per seed: {values(share, 2)} (Pre-LN: "
+        f"{values(pre('share_above'), 2)}); largest raw LNS adjacent distance {largest:.3f} (arccos/pi; "
+        f"0.6 there would be 108 degrees)",
+        one_sample(share, null=0.5, why="share of layers above the threshold against one half"))
 display(claims.save(figures_dir))
 
 # %% [markdown]
@@ -277,11 +306,10 @@ for name in sizes:
     pre_d, lns_d = profile_of(name, "Pre-LN", "adjacent_distance"), profile_of(name, "LNS", "adjacent_distance")
     lns_r = profile_of(name, "LNS", "loss_increase")
     at = per_layer[(per_layer["size"] == name) & (per_layer["norm"] == "LNS")]
-    n = len(lns_d)
     worst = at.groupby("layer")["loss_increase"].apply(lambda x: x.abs().max())  # largest |drop| over seeds
     small = 0.2 * mean_of(name, "Pre-LN", "drop_deep")  # "nearly inert": under a fifth of Pre-LN's deep-half drop
     inert_from = next((layer for layer in worst.index if (worst.loc[layer:] < small).all()), None)
-    ppl = table[table["size"] == name].groupby("norm")["val_ppl"].mean()
+    ppl = table[(table["size"] == name) & ~table["failed"].astype(bool)].groupby("norm")["val_ppl"].mean()
     verdicts = {key: v[f"a10-{key}-{tag}"].verdict for key in
                 ("drop-uniform", "drop-deep", "adjacent-distance-deep", "preln-distance-falls", "lns-above-threshold")}
     text = (f"**{size}.** Pre-LN's adjacent distance goes from {pre_d.iloc[0]:.3f} at block 1 to "
@@ -299,10 +327,13 @@ for name in sizes:
              f"{mean_of(name, 'Pre-LN', 'drop_deep'):.5f} nats (claim 2, LNS larger: *{verdicts['drop-deep']}*); the "
              f"deep-half distance, {mean_of(name, 'LNS', 'adjacent_deep'):.4f} against "
              f"{mean_of(name, 'Pre-LN', 'adjacent_deep'):.4f} (claim 3, LNS higher: "
-             f"*{verdicts['adjacent-distance-deep']}*). The share of LNS blocks above {threshold} is "
-             f"{mean_of(name, 'LNS', 'share_above'):.2f} on average and its largest adjacent distance "
-             f"{lns_d.max():.3f}, at block {int(lns_d.idxmax())} (claim 5: *{verdicts['lns-above-threshold']}*). "
-             f"Validation perplexity: LNS {ppl['LNS']:.0f}, Pre-LN {ppl['Pre-LN']:.0f}.")
+             f"*{verdicts['adjacent-distance-deep']}*). On the figure's [0, 1] scale the share of LNS blocks above "
+             f"{threshold} is {mean_of(name, 'LNS', 'share_above'):.2f} on average (Pre-LN "
+             f"{mean_of(name, 'Pre-LN', 'share_above'):.2f}): LNS's largest raw adjacent distance, {lns_d.max():.3f} "
+             f"at block {int(lns_d.idxmax())}, sets the top of its scale, and its deep half averages "
+             f"{mean_of(name, 'LNS', 'scaled_deep'):.2f} on it (Pre-LN {mean_of(name, 'Pre-LN', 'scaled_deep'):.2f}; "
+             f"claim 5: *{verdicts['lns-above-threshold']}*). "
+             f"Validation perplexity (runs that did not fail): LNS {ppl['LNS']:.0f}, Pre-LN {ppl['Pre-LN']:.0f}.")
     paragraphs.append(text)
 display(Markdown("\n\n".join(paragraphs)))
 

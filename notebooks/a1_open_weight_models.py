@@ -71,7 +71,6 @@ figures_dir = figures_dir or f"figures/{profile}/a1_open_weight_models"
 
 # %%
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -80,6 +79,7 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
+import cod.verdicts
 from cod import plots
 from cod.analysis import open_weight_windows
 from cod.data.corpus import read_source
@@ -90,7 +90,7 @@ from cod.metrics.angular import angular_distance, angular_distances, by_offset
 from cod.metrics.jacobian import token_jacobians
 from cod.metrics.pruning import layer_removal
 from cod.metrics.stream import residual_stream
-from cod.verdicts import Claims, compare
+from cod.verdicts import INCONCLUSIVE, Claims, Verdict
 
 ALL = ["smollm2-135m", "qwen2.5-coder-0.5b", "gemma3-270m", "all-minilm-l6-v2", "all-mpnet-base-v2"]
 # default: about 35 minutes on this 2-core CPU, Qwen2.5-Coder-0.5B half of it (a 24 x 896 stack, a 152K
@@ -360,20 +360,25 @@ plt.show()
 # %% [markdown]
 # ## How the verdicts are decided
 #
-# The package's one rule (`cod/verdicts.py`, `compare`), with the **groups of windows** as the
-# paired units for layer removal and angular distance and the **sampled tokens** for the
-# Jacobians: a direction is **reproduced** when it holds in every group (token) and the gap
-# between the means exceeds the spread across groups (tokens), **not reproduced** for the
-# opposite by the same standard, **inconclusive** otherwise.
+# The package's one rule (`cod/verdicts.py`), printed below, decides a claim by an interval over
+# **seeds**. A model here has no seeds: the groups of windows (and the sampled tokens of the
+# Jacobians) are repeated measurements of one set of weights, so their spread is text-sampling
+# noise, not the variation between independently trained models that the rule's interval is
+# about. Each claim below is therefore about one model and is stated as a measurement with the
+# verdict **inconclusive** ("one model: no seed replication"); a judgement across models (each
+# model one unit) would have two Pre-LN decoders and a sandwich-norm one, or two encoders, too few
+# and too unlike for an interval.
 #
-# The statistic, per group (token), is the **median over the layers of the first half**
+# The measurement, per group (token), is the **median over the layers of the first half**
 # against the **median over the second half** of the blocks. Halves rather than thirds:
 # MiniLM has six layers, so a third is two layers, and the median of two is their mean; with
 # halves each side has three layers, and the median lets no single layer decide (the first
 # and the last block are outliers in SmolLM2 and MiniLM, and an older shallow-third statistic
-# of SmolLM2's Jacobians rested on block 1 alone). Each model is judged on its own. The paper's
-# models are 15-100 times larger and its encoder two to four times deeper; magnitudes are not
-# compared, only directions.
+# of SmolLM2's Jacobians rested on block 1 alone). The paper's models are 15-100 times larger
+# and its encoder two to four times deeper; magnitudes are not compared, only directions.
+
+# %%
+print(cod.verdicts.__doc__.split("\n\n", 1)[1])
 
 # %%
 def halves(values: np.ndarray, layers: np.ndarray, n_layers: int) -> tuple[pd.Series, pd.Series]:
@@ -419,31 +424,38 @@ for name, table in per_layer.items():
 UNITS = {"removal drop": "group", "adjacent distance": "group", "Jacobian deviation": "token"}
 
 
-def judged(stats: dict, key: str, second_higher: bool, extra: str = ""):
-    """`compare` of the second half's medians against the first half's, per group (token)."""
+def judged(stats: dict, key: str, second_higher: bool, extra: str = "") -> Verdict:
+    """One model's measurement, no verdict: the second half's medians against the first half's,
+    per group (token); the groups are not seeds."""
     first, second = stats[key]
-    v = compare(second, first, higher_is_better=second_higher)
-    return replace(v, why=f"{key}, median over the second half vs the first half per {UNITS[key]}: {v.why}{extra}")
+    side = (second > first) if second_higher else (second < first)
+    why = (f"one model: no seed replication; {key}, median over the second half vs the first half: "
+           f"{second.mean():.4g} vs {first.mean():.4g} (difference {second.mean() - first.mean():+.4g}), "
+           f"second {'higher' if second_higher else 'lower'} in {int(side.sum())}/{len(first)} {UNITS[key]}s "
+           f"of this model{extra}")
+    return Verdict(INCONCLUSIVE, why, float(second.mean()), None, 1)
 
 
 ledger = Claims("A", profile)
 for name, m in loaded.items():
     g = measures[name]
     if m["kind"] == "decoder":
+        ours = "(ours) " if m["label"] == "sandwich-norm decoder" else ""  # Gemma-3: sandwich norms, not Pre-LN
         arc_text = "" if arc is None or name != decoders[0] else f"; ARC-Easy acc drop (n={arc_limit}) " + ", ".join(
             f"layer {int(r.removed) + 1}: {100 * r.drop_acc:+.0f} pts"
             for r in arc[arc["removed"] != "none"].itertuples())
         ledger.add(f"a1-preln-removal:{name}", "Fig. 2 top / section 2.1",
-                   f"{m['label']} ({name}): removing a deep layer costs less than removing an early one",
+                   f"{ours}{m['label']} ({name}): removing a deep layer costs less than removing an early one",
                    "Qwen3-8B, LLaMA2-13B, DeepSeek-7B: layers past ~18 removable at minimal MMLU cost",
                    judged(g, "removal drop", False, arc_text))
         ledger.add(f"a1-preln-angular:{name}", "Fig. 2 bottom / section 2.1",
-                   f"{m['label']} ({name}): adjacent-layer angular distance falls with depth",
+                   f"{ours}{m['label']} ({name}): adjacent-layer angular distance falls with depth",
                    "DeepSeek-7B < 0.2 after layer 18; ~half of Qwen3-8B's layers < 0.2",
                    judged(g, "adjacent distance", False,
                           f"; layers below 0.2: {(per_layer[name]['adjacent distance'] < 0.2).mean():.2f}"))
         ledger.add(f"a1-preln-jacobian:{name}", "Fig. 5 / section 3",
-                   f"{m['label']} ({name}): deep blocks' Jacobians are closer to the identity than shallow blocks'",
+                   f"{ours}{m['label']} ({name}): deep blocks' Jacobians are closer to the identity than "
+                   "shallow blocks'",
                    "LLaMA2-7B: deep blocks' Jacobians diagonal, near identity",
                    judged(g, "Jacobian deviation", False))
     else:
@@ -456,7 +468,8 @@ for name, m in loaded.items():
                    "BERT-Large: deep layers distinct from their neighbours",
                    judged(g, "adjacent distance", True))
         ledger.add(f"a1-postln-jacobian:{name}", "Fig. 5 (contrast)",
-                   f"Post-LN ({name}): deep blocks' Jacobians are farther from the identity than shallow blocks'",
+                   f"(ours) Post-LN ({name}): deep blocks' Jacobians are farther from the identity than "
+                   "shallow blocks'",
                    "not shown in the paper (Fig. 5 is Pre-LN only); implied by the opposite pattern",
                    judged(g, "Jacobian deviation", True))
 halves_table.to_csv(Path(figures_dir) / "halves.csv", index=False)
@@ -471,13 +484,13 @@ display(ledger.save(figures_dir))
 # The paragraphs are built from this run's numbers.
 
 # %%
-verdicts = {r["id"]: r["verdict"] for r in ledger.rows}
 text = []
 
 
 def half_text(name: str, key: str) -> str:
     first, second = measures[name][key]
-    return f"first-half median {first.mean():.3g} vs second half {second.mean():.3g}"
+    return (f"first-half median {first.mean():.3g} vs second half {second.mean():.3g}, second lower in "
+            f"{int((second < first).sum())}/{len(first)} {UNITS[key]}s")
 
 
 for name, m in loaded.items():
@@ -499,12 +512,11 @@ for name, m in loaded.items():
             f"{', '.join(f'+{x:.1f}' for x in removal_l.iloc[:3])} nats of next-token loss, while the blocks from 4 "
             f"to {L - 2} cost {middle.median():.2f} nats in the median (range {middle.min():.2f}-{middle.max():.2f}, "
             f"the largest at block {middle.idxmax()}), and the last two +{removal_l.iloc[-2]:.1f} and "
-            f"+{removal_l.iloc[-1]:.1f}.{arc_text} Over halves: {half_text(name, 'removal drop')} nats "
-            f"(**{verdicts['a1-preln-removal:' + name]}**). Adjacent-layer angular distance is {adj.iloc[0]:.2f} and "
+            f"+{removal_l.iloc[-1]:.1f}.{arc_text} Over halves (nats): {half_text(name, 'removal drop')}. "
+            f"Adjacent-layer angular distance is {adj.iloc[0]:.2f} and "
             f"{adj.iloc[1]:.2f} after the first two blocks, then {adj.iloc[2:].min():.2f}-{adj.iloc[2:].max():.2f}; "
             f"{100 * (adj < 0.2).mean():.0f}% of the layers are below the paper's 0.2 (Qwen3-8B: about half), "
-            f"Spearman correlation with depth {spearman[name]:+.2f}; {half_text(name, 'adjacent distance')} "
-            f"(**{verdicts['a1-preln-angular:' + name]}**)."
+            f"Spearman correlation with depth {spearman[name]:+.2f}; {half_text(name, 'adjacent distance')}."
             + ("" if share is None else
                f" Between the inputs of blocks 3 and {L - 5}, "
                f"{share.loc[3:L - 5].min():.0%}-{share.loc[3:L - 5].max():.0%} of each token's squared norm sits in "
@@ -516,21 +528,19 @@ for name, m in loaded.items():
             f"2 to {L - 1} lie at {inner['deviation_per_token'].min():.3f}-{inner['deviation_per_token'].max():.3f} "
             f"(diagonal share {inner['diag_share_per_token'].min():.2f}-{inner['diag_share_per_token'].max():.2f}), "
             f"and block {L} at {jt.loc[L, 'deviation_per_token']:.3f}. Over halves: "
-            f"{half_text(name, 'Jacobian deviation')} (**{verdicts['a1-preln-jacobian:' + name]}**).")
+            f"{half_text(name, 'Jacobian deviation')}.")
     else:
         text.append(
             f"**{m['label'][0].upper() + m['label'][1:]} ({name}).** Removing block {removal_l.idxmax()} moves the "
             f"sentence embedding most (1 - cos = {removal_l.max():.2f}), against "
             f"{removal_l.min():.2f}-{removal_l.drop(removal_l.idxmax()).max():.2f} for the others (block 1: "
-            f"{removal_l.iloc[0]:.2f}); {half_text(name, 'removal drop')} "
-            f"(**{verdicts['a1-postln-removal:' + name]}**). "
+            f"{removal_l.iloc[0]:.2f}); {half_text(name, 'removal drop')}. "
             f"Adjacent-layer distance goes from {adj.iloc[0]:.2f} to {adj.iloc[-1]:.2f} (Spearman "
-            f"{spearman[name]:+.2f}); {half_text(name, 'adjacent distance')} "
-            f"(**{verdicts['a1-postln-angular:' + name]}**). "
+            f"{spearman[name]:+.2f}); {half_text(name, 'adjacent distance')}. "
             "Its per-token Jacobians lie at ||J - I||_F / d "
             f"{jt['deviation_per_token'].min():.3f}-{jt['deviation_per_token'].max():.3f} in every block (diagonal "
             f"share {jt['diag_share_per_token'].min():.2f}-{jt['diag_share_per_token'].max():.2f}); "
-            f"{half_text(name, 'Jacobian deviation')} (**{verdicts['a1-postln-jacobian:' + name]}**).")
+            f"{half_text(name, 'Jacobian deviation')}.")
 display(Markdown("\n\n".join(text)))
 
 # %% [markdown]
@@ -546,7 +556,8 @@ display(Markdown("\n\n".join(text)))
 # before they join the stream, stay an order of magnitude farther from the identity than the
 # Pre-LN decoders' blocks. The decoders' small angular distances come with a few massive
 # dimensions that carry a large share of each token's squared norm through the middle blocks.
-# Caveats: 4-bit weights; instruction-tuned SmolLM2 and Qwen2.5 beside a base Gemma-3; encoders
+# Caveats: each model is one trained network, so no claim has a verdict (all inconclusive);
+# 4-bit weights; instruction-tuned SmolLM2 and Qwen2.5 beside a base Gemma-3; encoders
 # of 6 and 12 layers, not 24, measured on their sentence embedding (which favours the last block,
 # whose output it is) rather than on a task; ARC-Easy on one decoder and 50 items. Whether the
 # monotone decline appears at 7-13B, as in the paper, cannot be checked offline. Paper B's

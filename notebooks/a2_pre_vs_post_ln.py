@@ -38,15 +38,14 @@
 # loss (nats) on the held-out tokens when block l is skipped (`cod/metrics/pruning.py`).
 # A size whose analysis has not been run yet is left out, and said so below.
 #
-# **The verdict rule, fixed before the numbers.** Each run gets summary statistics over the
-# *deeper half* of its blocks (blocks L/2 + 1 .. L) and the *shallow half* (1 .. L/2): the mean
-# adjacent angular distance d(x^l, x^{l+1}) of a block's input and output, and the mean loss
-# increase when the block is removed. These per-seed statistics are compared by the one rule
-# of the package (`cod/verdicts.py`, `compare`): "A is lower than B" is **reproduced** when it
-# holds in every seed and the gap of the seed means exceeds the larger standard deviation over
-# seeds (no further noise floor: every run is scored on the same held-out tokens), **not
-# reproduced** when the opposite holds that way, **inconclusive** otherwise or with fewer than
-# two paired seeds. Claims, per size:
+# **The claims, fixed before the numbers.** Each run gets summary statistics over the *deeper
+# half* of its blocks (blocks L/2 + 1 .. L) and the *shallow half* (1 .. L/2): the mean adjacent
+# angular distance d(x^l, x^{l+1}) of a block's input and output, and the mean loss increase
+# when the block is removed. These per-seed statistics are compared by `compare`, paired by seed,
+# under the package's one rule (printed below); distances are positive and compared as ratios,
+# loss increases (which can be negative) as differences. No further noise floor: every run is
+# scored on the same held-out tokens. The paper shows Fig. 3 for 130M only, so the 250M claims
+# are ours. Claims, per size:
 # 1. the deep-half adjacent angular distance is lower under Pre-LN than under Post-LN;
 # 2. the deep-half removal loss increase is lower under Pre-LN than under Post-LN;
 # 3. under Pre-LN, removing a deep-half block costs less than removing a shallow-half block;
@@ -74,6 +73,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
+import cod.verdicts
 from cod import plots
 from cod.analysis import load_complete, stored_settings
 from cod.compare import failure_line, load_sweep
@@ -84,6 +84,7 @@ from cod.verdicts import Claims, compare
 VARIANTS = {"Post-LN": "post_ln", "Pre-LN": "pre_ln"}  # the paper's panel order: (a, c) Post-LN, (b, d) Pre-LN
 LABELS = {variant: label for label, variant in VARIANTS.items()}
 COLORS = {"Post-LN": "C3", "Pre-LN": "C0"}
+print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
 
 
 def size_label(name: str) -> str:
@@ -191,7 +192,7 @@ plots.save(fig, figures_dir, "fig3cd_layer_removal")
 plt.show()
 
 # %% [markdown]
-# ## Claims, judged by the rule above
+# ## Claims, judged by the rule
 # Per-seed summaries (deep half: blocks L/2 + 1 .. L), then mean ± standard deviation over
 # seeds. `drop_shallow_after_first` (the shallow half without block 1) and
 # `drop_deep_before_last` (the deep half without block L) are shown for reading only: they
@@ -210,10 +211,12 @@ def per_seed(name: str, label: str, column: str) -> pd.Series:
 
 def add(size: str, key: str, text: str, paper_value: str, ours: str, verdict) -> None:
     """One claim of one size; the per-seed summary goes before the rule's numbers in 'ours'."""
+    ours_prefix = ""
     if size != "130M":
         paper_value = f"no {size} figure in the paper; {paper_value}"
+        ours_prefix = "(ours) "
     id_ = f"a2-{key}-{size.lower()}"
-    v[id_] = claims.add(id_, "Fig. 3 / section 2.2", f"{size}: {text}", paper_value,
+    v[id_] = claims.add(id_, "Fig. 3 / section 2.2", f"{ours_prefix}{size}: {text}", paper_value,
                         replace(verdict, why=f"{ours}; {verdict.why}"))
 
 
@@ -235,20 +238,20 @@ for name in sizes:
         f"mean loss increase (nats) over the deep half: Pre-LN {spread(pre('drop_deep'))}, "
         f"Post-LN {spread(post('drop_deep'))} (without block L: Pre-LN {spread(pre('drop_deep_before_last'))}, "
         f"Post-LN {spread(post('drop_deep_before_last'))})",
-        compare(pre("drop_deep"), post("drop_deep")))
+        compare(pre("drop_deep"), post("drop_deep"), scale="difference"))
     add(size, "preln-deep-cheaper",
         "under Pre-LN, removing a deep-half layer costs less than removing a shallow-half layer",
         "Fig. 3d (130M): removing most layers after the first costs negligibly (and Fig. 2 for open-weight Pre-LN)",
         f"Pre-LN mean loss increase (nats): deep half {spread(pre('drop_deep'))}, shallow half "
         f"{spread(pre('drop_shallow'))} (shallow half without block 1: {spread(pre('drop_shallow_after_first'))})",
-        compare(pre("drop_deep"), pre("drop_shallow")))
+        compare(pre("drop_deep"), pre("drop_shallow"), scale="difference"))
     add(size, "postln-deep-costlier",
         "under Post-LN, removing a deep-half layer costs more than removing a shallow-half layer",
         "Fig. 3c (130M): removing early Post-LN layers costs little, deep layers are critical",
         f"Post-LN mean loss increase (nats): deep half {spread(post('drop_deep'))}, shallow half "
         f"{spread(post('drop_shallow'))} (deep half without block L: {spread(post('drop_deep_before_last'))}; "
         f"shallow half without block 1: {spread(post('drop_shallow_after_first'))})",
-        compare(post("drop_shallow"), post("drop_deep")))
+        compare(post("drop_shallow"), post("drop_deep"), scale="difference"))
 display(claims.save(figures_dir))
 
 # %% [markdown]

@@ -55,11 +55,9 @@
 #   |excess kurtosis| <= **0.5**, loosely when every setting is within twice that, fails otherwise;
 # - "-> 0": holds when the fitted exponent's interval lies below 0.
 #
-# The empirical claim about trained models follows the package's one rule (`cod/verdicts.py`,
-# `compare`): **reproduced** when the paper's direction holds in every seed and the gap between the
-# seed means exceeds the seed spread, **not reproduced** for the opposite by the same standard,
-# **inconclusive at this scale** otherwise or when the miniature cannot reach the regime
-# (`beyond_reach`, which says why).
+# The empirical claims about trained models follow the package's one rule (`cod/verdicts.py`, printed
+# below), or are **beyond reach** when the miniature cannot reach the regime (`beyond_reach`, which
+# says why).
 
 # %% tags=["parameters"]
 profile = "default"  # "smoke" (seconds, for tests) | "default" (the committed run) | "paper" (larger samples)
@@ -74,6 +72,7 @@ analyses_dir = analyses_dir or f"analyses/{profile}"
 
 # %%
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -82,12 +81,14 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
+import cod.verdicts
 from cod import plots
 from cod.analysis import load_analyses
 from cod.theory import attention, bounds, claims, fits, jacobians, profiles, real_stack, residual_variance
 from cod.theory.stack import StackConfig, simulate
 from cod.verdicts import Claims, Verdict, beyond_reach, compare
 
+print(cod.verdicts.__doc__.split("\n\n", 1)[1])
 torch.set_num_threads(torch_threads)
 P = profiles.A3[profile]
 out = Path(figures_dir)
@@ -938,10 +939,10 @@ for size in ("a_130m", "a_250m"):
                 for v in ("pre_ln", "lns")}
     verdict = compare(per_seed["lns"], per_seed["pre_ln"], higher_is_better=True)
     ledger.add(f"A-lns-deep-identity-{size.split('_')[1]}", "Sec. 4.1 (after Theorem 4.2), Sec. 5.5",
-               f"LNS makes deep layers less identity-like than Pre-LN (trained {size}).",
+               f"{'(ours) ' if size != 'a_130m' else ''}LNS makes deep layers less identity-like than Pre-LN "
+               f"(trained {size}).",
                "fewer deep layers act as identity maps under LNS",
-               Verdict(verdict.verdict, f"mean ||Jbar - I||_F/d over the deeper half, LNS vs Pre-LN: {verdict.why}",
-                       verdict.mean, verdict.spread, verdict.n))
+               replace(verdict, why=f"mean ||Jbar - I||_F/d over the deeper half, LNS vs Pre-LN: {verdict.why}"))
 proxy_250 = {
     v: np.mean(
         [

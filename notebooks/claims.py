@@ -126,8 +126,12 @@ lines = [
 block = "\n".join(lines)
 (out / "summary.md").write_text(block + "\n")
 display(Markdown(block))
+notes = scoreboard.findings(table)
+(out / "findings.md").write_text(notes)
 if profile == readme_profile and scoreboard.update_readme(readme, block):
     print(f"{readme}: claims summary updated")
+if profile == readme_profile and scoreboard.update_readme(readme, notes, scoreboard.FINDINGS_MARKERS):
+    print(f"{readme}: findings per notebook updated")
 
 # %% [markdown]
 # ## The claims that do not reproduce at this scale

@@ -60,3 +60,17 @@ def test_update_readme_rewrites_only_between_its_markers(tmp_path):
 def test_the_readme_shows_the_generated_summary():
     summary = ROOT / "figures" / "default" / "claims" / "summary.md"
     assert scoreboard.readme_block(ROOT / "README.md") == summary.read_text().strip()
+
+
+def test_findings_list_each_notebooks_decisive_claims_with_their_effect():
+    table = pd.DataFrame([
+        {"notebook": "a10_x", "id": "a10-1", "source": "paper", "verdict": "inconclusive", "effect": None},
+        {"notebook": "a5_x", "id": "a5-1", "source": "paper", "verdict": "reproduced", "effect": 0.945,
+         "ci_low": 0.895, "ci_high": 0.998, "paper_effect": 0.975, "scale": "ratio"},
+        {"notebook": "a5_x", "id": "a5-2", "source": "ours", "verdict": "beyond reach", "effect": None},
+    ])
+    text = scoreboard.findings(table)
+    assert text.index("a5_x") < text.index("a10_x")  # paper order, not string order
+    assert "`a5-1` reproduced, ratio 0.945 [0.895, 0.998] (paper 0.975)" in text
+    assert "the papers' claims: 1 reproduced; our own readings: 1 beyond reach" in text
+    assert "Decisive" not in text.split("a10_x")[1]
