@@ -309,7 +309,8 @@ for name in sizes:
     worst = at.groupby("layer")["loss_increase"].apply(lambda x: x.abs().max())  # largest |drop| over seeds
     small = 0.2 * mean_of(name, "Pre-LN", "drop_deep")  # "nearly inert": under a fifth of Pre-LN's deep-half drop
     inert_from = next((layer for layer in worst.index if (worst.loc[layer:] < small).all()), None)
-    ppl = table[(table["size"] == name) & ~table["failed"].astype(bool)].groupby("norm")["val_ppl"].mean()
+    ppl = (table[(table["size"] == name) & ~table["failed"].astype(bool)].groupby("norm")["val_ppl"].mean()
+           .reindex(["LNS", "Pre-LN"]))  # NaN where every run of a norm failed
     verdicts = {key: v[f"a10-{key}-{tag}"].verdict for key in
                 ("drop-uniform", "drop-deep", "adjacent-distance-deep", "preln-distance-falls", "lns-above-threshold")}
     text = (f"**{size}.** Pre-LN's adjacent distance goes from {pre_d.iloc[0]:.3f} at block 1 to "
