@@ -409,7 +409,7 @@ class Claims:
         self.paper, self.profile, self.seeds, self.rows = paper, profile, seeds, []
 
     def add(self, id_: str, item: str, claim: str, paper_value: Any, verdict: Verdict) -> Verdict:
-        entry = registry().get(id_)
+        entry = registered(id_, self.profile)
         if entry is None:
             raise KeyError(f"claim {id_!r} is not in cod/registry.yaml: register it from the paper's text first")
         if entry.paper != self.paper:
@@ -433,3 +433,14 @@ class Claims:
 def registry() -> dict[str, ClaimEntry]:
     """The claims registry, read once per process."""
     return load_registry()
+
+
+def registered(id_: str, profile: str) -> ClaimEntry | None:
+    """The registry entry of claim `id_`. An id `STEM:SETTING` names one measurement setting of
+    the claim STEM (an evaluation length, a model): the registry lists the `default` profile's
+    settings, so under another profile an unlisted setting takes the entry of STEM's first listed one."""
+    entries = registry()
+    if id_ in entries or profile == "default" or ":" not in id_:
+        return entries.get(id_)
+    stem = id_.split(":")[0]
+    return next((entry for key, entry in entries.items() if key.split(":")[0] == stem and ":" in key), None)

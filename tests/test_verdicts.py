@@ -322,6 +322,13 @@ def test_a_claim_takes_its_wording_from_the_registry_and_an_unknown_one_is_refus
     assert row["claim"] == "the paper's claim x-far" and row["source"] == "ours" and row["test"] == "Fig. 9: at 7B"
     with pytest.raises(KeyError, match="x-new.*cod/registry.yaml"):
         claims.add("x-new", "Fig. 9", "at 7B", "7B", beyond_reach("7B parameters"))
+    entries = verdicts.registry()
+    entries["x-len:eval64"] = entry("x-len:eval64")
+    with pytest.raises(KeyError, match="x-len:eval16"):  # the default profile's settings are the registry's
+        claims.add("x-len:eval16", "Fig. 5", "at 16", "", beyond_reach("x"))
+    smoke = Claims("A", "smoke")  # another profile measures at its own settings
+    smoke.add("x-len:eval16", "Fig. 5", "at 16", "", beyond_reach("x"))
+    assert smoke.rows[0]["claim"] == "the paper's claim x-len:eval64"
     with pytest.raises(ValueError, match="paper 'B' here, 'A'"):
         Claims("B", "default").add("x-win", "Table 1", "a beats b", "", beyond_reach("x"))
 
