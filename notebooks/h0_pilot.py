@@ -88,7 +88,7 @@ from cod.compare import unigram_perplexity
 from cod.config import run_config_from_dict
 from cod.experiments import load_params, resolve_runs
 from cod.pilot import Criterion, bigram_perplexity, cheapest, judge
-from cod.results import load_final, load_layer_stats
+from cod.results import load_final, load_layer_stats, save_claims
 
 criterion = Criterion(margin_nats, min_rho, min_depth_ratio, min_growth_ratio, max_removal_ratio)
 runs_dir = Path(runs_root) / profile / experiment
@@ -198,6 +198,7 @@ block = "\n".join([
     text,
 ])
 Path(figures_dir, "choice.md").write_text(block + "\n")
+save_claims(figures_dir, [])  # the pilot judges no paper claim: it chooses the profile the headline claims use
 display(Markdown(block))
 if profile == readme_profile and scoreboard.update_readme(readme, block, scoreboard.PILOT_MARKERS):
     print(f"{readme}: headline pilot block updated")
