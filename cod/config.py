@@ -1,7 +1,8 @@
 """Typed configuration for models and training runs, with one override syntax.
 
-Every setting lives in a dataclass with a one-line doc per field. Choices are
-`StrEnum`s, so a bad value fails with the list of allowed ones. Settings are
+Every setting lives in a dataclass with a one-line doc per field. Each value is
+converted to its field's annotated type; choices are `StrEnum`s, so a bad value
+fails with the list of allowed ones, read from the annotation. Settings are
 changed through *overrides*: dotted paths with YAML values, the same syntax in
 three places:
 
@@ -15,8 +16,10 @@ three places:
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any, Mapping
 
 import yaml
@@ -531,37 +534,56 @@ def _field_value(obj: Any, name: str, path: str) -> Any:
     return getattr(obj, name)
 
 
+@functools.cache
+def field_types(cls: type) -> dict[str, Any]:
+    """The declared type of every field of dataclass `cls`, by name (`X | None` kept as such)."""
+    return typing.get_type_hints(cls)
+
+
+def choices(kind: Any) -> list[str] | None:
+    """The values a setting of type `kind` may take when its type lists them (an Enum), else None."""
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return [member.value for member in kind]
+    return None
+
+
 def _coerce(obj: Any, name: str, path: str, value: Any) -> Any:
-    kind = {f.name: f.type for f in dataclasses.fields(obj)}[name]
-    enums = (Norm, LNSPosition, Init, BranchGain, FFN, DataSource, Tokenizer, Precision, RopeScaling, LossOn,
-             ImageSet, Pool)
-    enum = next((e for e in enums if e.__name__ in str(kind)), None)
-    if enum is not None:
-        try:
-            return enum(value)
-        except ValueError:
-            raise ConfigError(f"{path}={value!r} is not allowed; allowed: {', '.join(e.value for e in enum)}") from None
-    kind = str(kind)
+    """`value` converted to the declared type of field `name` of `obj`; a value that type does not
+    allow raises ConfigError naming `path` and the allowed values."""
+    kind = field_types(type(obj))[name]
+    nullable = type(None) in typing.get_args(kind)
+    if nullable:
+        [kind] = [arg for arg in typing.get_args(kind) if arg is not type(None)]
+    allowed = choices(kind)
     if value is None:
-        if "None" not in kind:
-            raise ConfigError(f"{path} may not be null")
+        if not nullable:
+            words = {bool: "true, false", int: "an integer", float: "a number"}.get(kind, "a string")
+            raise _refused(path, value, ", ".join(allowed) if allowed else words)
         return None
-    if "bool" in kind:
+    if allowed is not None:
+        try:
+            return kind(value)
+        except ValueError:
+            raise _refused(path, value, ", ".join(allowed)) from None
+    if kind is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"{path}={value!r} is not allowed; allowed: true, false")
+            raise _refused(path, value, "true, false")
         return value
-    number = "float" if "float" in kind else "int" if "int" in kind else None
-    if number is None:
+    if kind not in (int, float):
         return value
     try:  # YAML reads 1e-3 (no dot) as a string: accept it as the number it is
         parsed = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{path}={value!r} is not allowed; allowed: a number") from None
-    if number == "float":
+        raise _refused(path, value, "a number") from None
+    if kind is float:
         return parsed
     if not parsed.is_integer() or isinstance(value, bool):
-        raise ConfigError(f"{path}={value!r} is not allowed; allowed: an integer")
+        raise _refused(path, value, "an integer")
     return int(parsed)
+
+
+def _refused(path: str, value: Any, allowed: str) -> ConfigError:
+    return ConfigError(f"{path}={value!r} is not allowed; allowed: {allowed}")
 
 
 def run_config(*override_sets: Mapping[str, Any] | list[str]) -> RunConfig:

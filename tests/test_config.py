@@ -1,9 +1,15 @@
 """Configuration: override syntax, clear errors, every profile resolves, paper shapes."""
 
+import dataclasses
+import re
+from enum import Enum
+
 import pytest
 import torch
 
-from cod.config import ConfigError, Norm, apply_overrides, parse_override, run_config
+from cod import config
+from cod.config import (ConfigError, Norm, RunConfig, apply_overrides, choices, field_types, parse_override,
+                        run_config)
 from cod.experiments import load_params, resolve_runs
 from cod.model import Transformer
 
@@ -71,6 +77,35 @@ def test_strings_become_enums_and_later_assignments_are_checked():
     cfg.norm = "rms"
     with pytest.raises(ConfigError, match="model.norm='rms'"):
         Transformer(cfg)
+
+
+def test_a_misspelt_choice_is_refused_before_any_compute():
+    """train.parallel was missing from a hand-kept list of enums: `fsdq` was accepted and trained."""
+    with pytest.raises(ConfigError) as refused:
+        run_config(["train.parallel=fsdq"])
+    assert str(refused.value) == "train.parallel='fsdq' is not allowed; allowed: ddp, fsdp"
+
+
+def _settings(cls: type = RunConfig, prefix: str = ""):
+    """(dotted path, declared type) of every setting."""
+    for name, kind in field_types(cls).items():
+        if dataclasses.is_dataclass(kind):
+            yield from _settings(kind, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", kind
+
+
+def test_every_choice_setting_refuses_a_value_its_type_does_not_list():
+    enums = {value for value in vars(config).values()
+             if isinstance(value, type) and issubclass(value, Enum) and value.__module__ == config.__name__}
+    chosen = {path: kind for path, kind in _settings() if choices(kind)}
+    assert set(chosen.values()) == enums  # every choice of the module is a setting's type
+    for path, kind in chosen.items():
+        with pytest.raises(ConfigError) as refused:
+            run_config({path: "bogus"})
+        assert str(refused.value) == f"{path}='bogus' is not allowed; allowed: {', '.join(m.value for m in kind)}"
+        with pytest.raises(ConfigError, match=f"{re.escape(path)}=None is not allowed; allowed: "):
+            run_config({path: None})
 
 
 def test_round_trip_through_dict():
