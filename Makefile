@@ -6,6 +6,7 @@
 #   make plan       every run of the profile: done, weights missing, to train, and the estimated cost
 #   make test-floor the Hugging Face tests against the oldest transformers pyproject.toml allows
 #   make html       HTML copies of the executed notebooks (not committed), beside them
+#   make site       the results site (not committed): open site/index.html in a browser
 # and on a lent GPU, whose machine has no package registry (README, "The paper profile on GPUs"):
 #   make gpu-lease MODE=check   (or bench, science; DRY=--dry runs it at tiny shapes on the CPU)
 PYTHON ?= python3.11
@@ -14,7 +15,7 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install repro test test-floor benchmark notebooks plan html gpu-lease
+.PHONY: install repro test test-floor benchmark notebooks plan html site gpu-lease
 
 install: $(VENV)/.installed
 
@@ -56,6 +57,9 @@ benchmark: install
 
 html: install
 	$(BIN)/python -m cod.notebook --html
+
+site: install
+	$(BIN)/python -m cod.site
 
 # no install step: the lent machine has torch but no registry; its python when there is no .venv
 MODE ?= check

@@ -162,13 +162,14 @@ def warn_machine_paths(executed: Path) -> None:
             print(f"warning: {relative(executed)} mentions {folder}: make that output relative", file=sys.stderr)
 
 
-def render_html(notebook_path: Path) -> Path:
-    """An HTML copy beside the executed notebook, for reading without Jupyter (ignored by git)."""
+def render_html(notebook_path: Path, html: Path | None = None) -> Path:
+    """An HTML copy of the executed notebook, for reading without Jupyter: beside it (ignored by
+    git) or at `html` (the results site, `cod.site`)."""
     import nbformat
     from nbconvert import HTMLExporter
 
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook_path, as_version=4))
-    html = notebook_path.with_suffix(".html")
+    html = html or notebook_path.with_suffix(".html")
     html.write_text(body)
     return html
 
