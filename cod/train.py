@@ -17,9 +17,14 @@ Files in --out (small, human-readable):
                     per-layer variances every train.stats_every steps
     final.json      status (completed | diverged), final losses, perplexities, speed
 Files in --weights (large, DVC-cached):
-    ckpt.pt         model + optimiser + step, written every train.ckpt_every steps; a run
-                    started again with the same settings resumes from it exactly
+    ckpt.pt         model + optimiser + step + wall time, written every train.ckpt_every
+                    steps and when the command is stopped (Ctrl-C, SIGTERM); a run started
+                    again with the same settings resumes from it exactly
     model.pt        final weights and config, for analyses
+
+Stopping: the first SIGINT or SIGTERM ends the step under way, writes ckpt.pt and exits (status
+130 or 143) with the command that resumes; a second one stops at once. Under torchrun the
+signals act as usual. `wall_s` (final.json, history rows) counts every session of the run.
 
 Fine-tuning is the same trainer with `finetune.base` set: it starts from that model.pt
 (whose model settings must equal the run's), reads batches of the instruction mix
@@ -42,14 +47,16 @@ import io
 import json
 import math
 import os
+import shlex
+import signal
 import sys
 import time
 import tokenize
 import typing
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from enum import StrEnum
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -204,6 +211,14 @@ class Recomputed(nn.Module):
         return self.block(x, self.rotary(x.shape[1]))[0]
 
 
+class Interrupted(KeyboardInterrupt):
+    """Training stopped by signal `signum` after step `step` of `steps`, its checkpoint written."""
+
+    def __init__(self, signum: int, step: int, steps: int, checkpoint: Path):
+        super().__init__(f"{signal.Signals(signum).name} at step {step} of {steps}: checkpoint in {checkpoint}")
+        self.signum, self.step = signum, step
+
+
 class Trainer:
     """One run. `distributed=False` ignores torchrun's environment; `quiet` prints nothing and
     `identify=False` records no fingerprint (both for the fingerprint's own probe runs)."""
@@ -257,6 +272,9 @@ class Trainer:
         self.routing: dict | None = None  # MoE: the last step's auxiliary losses and expert loads (`train_step`)
         self.deadline: float | None = None  # time.monotonic() at which fit() stops (one process; cod.gpu_lease)
         self.stopped_at: int | None = None  # the step at which the deadline stopped fit()
+        self.stop_signal: int | None = None  # set (`stop_on_signals`): fit() checkpoints and raises Interrupted
+        self.wall_before = 0.0  # seconds trained by earlier sessions of this run (from the checkpoint)
+        self.started: float | None = None  # time.perf_counter() when this session's steps began
         # read every step's loss back at once (free on the CPU); on a GPU only at steps that log,
         # measure or checkpoint (`fit`)
         self.read_back_every_step = self.dist.device.type == "cpu"
@@ -315,6 +333,10 @@ class Trainer:
         if self.dist.main and not self.quiet:
             print(f"[{self.name}] {text}", flush=True)
 
+    def wall_s(self) -> float:
+        """Seconds of training so far, over every session of the run."""
+        return self.wall_before + (0.0 if self.started is None else time.perf_counter() - self.started)
+
     # .................................................................. checkpoints
     def full_state(self, optimizer: bool = True) -> tuple[dict, dict | None]:
         """Model and (unless optimizer=False) optimiser state, whole. FSDP's shards are gathered
@@ -367,6 +389,7 @@ class Trainer:
             "optimizer": optimizer,
             "bad_checks": self.bad_checks,
             "rng": torch.get_rng_state(),
+            "wall_s": self.wall_s(),
         }
         tmp = self.weights / "ckpt.pt.tmp"
         torch.save(state, tmp)
@@ -375,8 +398,9 @@ class Trainer:
     def try_resume(self) -> bool:
         path = self.weights / "ckpt.pt"
         if not path.exists():
+            self._say(f"starting from step 0 (no checkpoint at {path})")
             return False
-        state, head = self.read_state(path, ("identity", "step", "tokens", "bad_checks", "rng"))
+        state, head = self.read_state(path, ("identity", "step", "tokens", "bad_checks", "rng", "wall_s"))
         if not fingerprint.matches(head["identity"], self.cfg):
             self._say("checkpoint belongs to other settings: starting afresh")
             return False
@@ -385,8 +409,9 @@ class Trainer:
         tokens = head["tokens"]
         self.tokens = self.step * self.cfg.data.batch_size * self.cfg.data.seq_len if tokens is None else tokens
         torch.set_rng_state(head["rng"].cpu())  # the CPU generator's state: a CPU ByteTensor
+        self.wall_before = head["wall_s"] or 0.0  # None: a checkpoint written before wall time was kept
         self._truncate_history(self.step)
-        self._say(f"resumed from step {self.step}")
+        self._say(f"resumed from step {self.step} of {self.cfg.train.steps} ({path}, {self.wall_before:.0f}s trained)")
         return True
 
     def _truncate_history(self, step: int) -> None:
@@ -511,6 +536,7 @@ class Trainer:
                   f"{self.cfg.data.batch_size}x{self.cfg.data.seq_len} tokens on {self.dist.device} "
                   f"x{self.dist.world_size}")
         start, start_tokens = time.perf_counter(), self.tokens
+        self.started = start
         self.model.train()
         # On a GPU the steps' losses stay there until a step that logs, measures or checkpoints
         # (or the last): then they are read back at once and judged step by step, so a run that
@@ -527,8 +553,8 @@ class Trainer:
             self.step += 1
             pending.append((self.step, self.tokens, torch.stack([self.dist.mean_tensor(step_loss),
                                                                  step_norm.to(torch.float64)])))
-            due = self.step == t.steps or any(every and self.step % every == 0 for every in
-                                              (t.log_every, t.stats_every, t.eval_every, t.ckpt_every))
+            due = self.step == t.steps or self.stop_signal is not None or any(
+                every and self.step % every == 0 for every in (t.log_every, t.stats_every, t.eval_every, t.ckpt_every))
             if lazy and not due:
                 continue
             values = torch.stack([v for _, _, v in pending]).tolist()  # the one wait for the device
@@ -544,7 +570,8 @@ class Trainer:
                     speed = (self.tokens - start_tokens) / max(elapsed, 1e-9)
                     lr = lr_at(step - 1, self.cfg)
                     self._log({"step": step, "loss": _finite(loss), "lr": lr, "grad_norm": _finite(grad_norm),
-                               "tokens": tokens, "tokens_per_s": round(speed, 1), **self.routing_row()})
+                               "tokens": tokens, "tokens_per_s": round(speed, 1), "wall_s": round(self.wall_s(), 1),
+                               **self.routing_row()})
                     eta = (t.steps - step) * tokens / step / max(speed, 1e-9)
                     self._say(f"step {step:>6}/{t.steps} loss {loss:7.4f} lr {lr:.2e} "
                               f"gnorm {grad_norm:7.3f} {speed:8.0f} tok/s eta {_duration(eta)}")
@@ -555,8 +582,13 @@ class Trainer:
                 self.record_stats()
             if t.eval_every and self.step % t.eval_every == 0 and self.diverged_at is None:
                 self._log({"step": self.step, "val_loss": self.evaluate("val")})
-            if t.ckpt_every and self.step % t.ckpt_every == 0:
+            saved = bool(t.ckpt_every) and self.step % t.ckpt_every == 0
+            if saved:
                 self.save_checkpoint()
+            if self.stop_signal is not None and self.diverged_at is None and self.step < t.steps:
+                if not saved:
+                    self.save_checkpoint()
+                raise Interrupted(self.stop_signal, self.step, t.steps, self.weights / "ckpt.pt")
         if pending:  # stopped by the deadline between two read-backs
             loss = torch.stack([v for _, _, v in pending])[-1, 0].item()
         if self.diverged_at:
@@ -629,7 +661,7 @@ class Trainer:
             "seed": self.cfg.seed,
             "behaviour": self.identity and self.identity["behaviour"],
             **({"base": self.identity and self.identity["base"]} if self.cfg.finetune.base else {}),
-            "wall_s": round(elapsed, 1),
+            "wall_s": round(self.wall_before + elapsed, 1),
             "tokens_per_s": round((self.tokens - start_tokens) / max(elapsed, 1e-9), 1),
             "device": str(self.dist.device),
             "world_size": self.dist.world_size,
@@ -643,7 +675,7 @@ class Trainer:
                 result = f"val ppl {_shown(final['val_ppl'], '.2f')}"
             else:
                 result = f"val acc {_shown(final['val_acc'], '.4f')}, test acc {_shown(final['test_acc'], '.4f')}"
-            self._say(f"{status}: {result}, {final['tokens_per_s']:.0f} tok/s, {elapsed:.0f}s")
+            self._say(f"{status}: {result}, {final['tokens_per_s']:.0f} tok/s, {final['wall_s']:.0f}s")
         return final
 
 
@@ -713,7 +745,28 @@ def settings_help() -> str:
     return "\n".join(["settings (key.path=value; values are read as YAML):", *describe_settings()])
 
 
+@contextmanager
+def stop_on_signals(trainer: Trainer) -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM ask `trainer` to checkpoint and stop after its step
+    (`Trainer.fit` raises Interrupted); the first one restores the usual handlers, so a second
+    stops at once."""
+    def ask(signum: int, frame) -> None:
+        trainer.stop_signal = signum
+        restore()
+
+    def restore() -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    previous = {signum: signal.signal(signum, ask) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        restore()
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m cod.train", description=__doc__, epilog=settings_help(),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="folder for config, history and final metrics")
@@ -723,6 +776,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="train even if --out holds this finished run")
     parser.add_argument("overrides", nargs="*", help="settings as key.path=value, e.g. model.norm=lns (listed below)")
     args = parser.parse_args(argv)
+    name, command = args.name or Path(args.out).name, shlex.join([*parser.prog.split(), *argv])
+    try:
+        return train(args)
+    except Interrupted as stop:
+        print(f"[{name}] {stop}; resume with: {command}", file=sys.stderr, flush=True)
+        return 128 + stop.signum
+    except KeyboardInterrupt:  # before the steps began, or a second Ctrl-C
+        print(f"[{name}] stopped; `{command}` resumes from the last checkpoint, if any", file=sys.stderr, flush=True)
+        return 130
+
+
+def train(args: argparse.Namespace) -> int:
+    """Train the run of `main`'s arguments, stopping on SIGINT or SIGTERM (`stop_on_signals`)
+    in one process; the command's exit status."""
     try:
         cfg = run_config(args.overrides)
     except ConfigError as e:
@@ -736,7 +803,8 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:  # no prepared tokens: say which command makes them
         print(f"error: {e}", file=sys.stderr)
         return 2
-    trainer.fit()
+    with stop_on_signals(trainer) if trainer.dist.world_size == 1 else nullcontext():
+        trainer.fit()
     trainer.dist.close()
     return 0
 

@@ -3,14 +3,19 @@
 import json
 import math
 import os
+import shlex
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 import torch
 
 from conftest import tiny_run
 from cod.config import ConfigError, run_config
+from cod.fingerprint import TIMINGS
 from cod.model import Transformer
 from cod.train import Trainer, lr_at, main, param_groups
 
@@ -182,9 +187,79 @@ def test_reading_losses_back_per_logged_step_keeps_the_history(tiny_tokens, tmp_
             t.read_back_every_step = every_step
             final = t.fit()
             rows = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]
-            histories[name, every_step] = ([{k: v for k, v in r.items() if k != "tokens_per_s"} for r in rows],
+            histories[name, every_step] = ([{k: v for k, v in r.items() if k not in TIMINGS} for r in rows],
                                            final["status"], final["diverged_at"])
     assert histories["plain", True] == histories["plain", False]
     assert histories["plain", True][1] == "completed"
     (_, status_a, at_a), (_, status_b, at_b) = histories["boom", True], histories["boom", False]
     assert status_a == status_b == "diverged" and at_a == at_b
+
+
+def _read_until(process: subprocess.Popen, text: str) -> list[str]:
+    """The lines `process` prints up to and including the first that contains `text`."""
+    lines = []
+    while not lines or text not in lines[-1]:
+        line = process.stdout.readline()
+        assert line, f"the run ended before printing {text!r}: {lines}"
+        lines.append(line)
+    return lines
+
+
+def _stopped(process: subprocess.Popen, signum: int, after: str) -> tuple[list[str], str]:
+    """Send `signum` once `process` printed a line containing `after`; its stdout lines and the
+    one line of its stderr."""
+    watchdog = threading.Timer(300, process.kill)  # the run is long: never let it hang the suite
+    watchdog.start()
+    try:
+        lines = _read_until(process, after)
+        time.sleep(0.5)  # some wall time to accumulate
+        process.send_signal(signum)
+        rest, err = process.communicate()
+    finally:
+        watchdog.cancel()
+    assert process.returncode == 128 + signum, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    return lines + rest.splitlines(), err.strip()
+
+
+def test_a_signal_checkpoints_and_names_the_command_that_resumes(tiny_tokens, tmp_path):
+    """Ctrl-C (then SIGTERM) ends the step under way, writes ckpt.pt even with no periodic
+    checkpoints, and prints one line with the command that resumes; the resumed run goes on from
+    the saved step and its wall time adds to the earlier session's."""
+    out = tmp_path / "r"
+    settings = tiny_run(tiny_tokens, "train.steps=100000", "train.ckpt_every=0", "train.stats_every=0")
+    command = [sys.executable, "-m", "cod.train", "--out", str(out), *settings]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    start = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+    lines, hint = _stopped(subprocess.Popen(command, **start), signal.SIGINT, after="step      4/")
+    assert f"starting from step 0 (no checkpoint at {out / 'ckpt.pt'})" in lines[0]
+    first = torch.load(out / "ckpt.pt", weights_only=False)
+    assert hint.startswith(f"[r] SIGINT at step {first['step']} of 100000: checkpoint in {out / 'ckpt.pt'}")
+    resume = shlex.split(hint.split("resume with: ")[1])
+    assert resume[:3] == ["python", "-m", "cod.train"] and resume[3:] == command[3:]
+    assert first["step"] >= 4 and first["wall_s"] >= 0.5
+
+    lines, hint = _stopped(subprocess.Popen([sys.executable, *resume[1:]], **start), signal.SIGTERM,
+                           after=f"step {first['step'] // 4 * 4 + 4:>6}/")  # its next logged step
+    assert f"resumed from step {first['step']} of 100000" in "".join(lines)
+    second = torch.load(out / "ckpt.pt", weights_only=False)
+    assert hint.startswith(f"[r] SIGTERM at step {second['step']} of 100000")
+    assert second["step"] > first["step"] and second["wall_s"] >= first["wall_s"] + 0.5
+    rows = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})  # no step twice
+    assert all(r["wall_s"] >= first["wall_s"] for r in rows if r["step"] > first["step"])
+
+
+def test_wall_time_adds_up_over_resumes(tiny_tokens, tmp_path):
+    overrides = tiny_run(tiny_tokens, "train.steps=4", "train.stats_every=0")
+    t = Trainer(run_config(overrides), tmp_path / "r", quiet=True)
+    t.out.mkdir(parents=True)
+    t.train_step()
+    t.step += 1
+    t.wall_before = 1000.0  # as if an earlier session had trained for that long
+    t.save_checkpoint()
+    main(["--out", str(tmp_path / "r"), *overrides])
+    final = json.loads((tmp_path / "r" / "final.json").read_text())
+    rows = [json.loads(r) for r in (tmp_path / "r" / "history.jsonl").read_text().splitlines()]
+    assert 1000 <= final["wall_s"] < 1300 and all(r["wall_s"] >= 1000 for r in rows if "loss" in r)
