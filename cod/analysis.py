@@ -38,9 +38,9 @@ import numpy as np
 import torch
 
 from cod.config import ConfigError
-from cod.experiments import PROFILES, ROOT, load_params, resolve_runs
 from cod.metrics.attention import AttentionStats, attention_at_lengths
 from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
+from cod.params import PROFILES, ROOT, load_params, resolve_runs
 
 LAYER_SETTINGS = ("eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau")  # with layers: true
 SETTINGS = ("experiment", *LAYER_SETTINGS, "zero_shot_tasks", "zero_shot_limit")

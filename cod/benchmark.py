@@ -74,10 +74,10 @@ import time
 import torch
 
 from cod.config import ModelConfig, OptimConfig
-from cod.experiments import load_params
 from cod.flops import flops_per_token, step_products
 from cod.host import keep_freed_memory
 from cod.model import Transformer
+from cod.params import load_params
 
 MATMUL_N = 1024  # side of the square matrices the peak is measured on
 

@@ -9,7 +9,7 @@ A GPU is lent rarely and briefly (minutes of device time, 10 minutes a command, 
 under 64 MiB, no package registry, possibly an older torch). So each mode:
 
 - imports nothing beyond torch, numpy, pyyaml and tokenizers (no dvc, papermill or jupytext: the
-  lent machine has none), and reads params.yaml with yaml (`cod.experiments`, never through dvc);
+  lent machine has none), and reads params.yaml with yaml (`cod.params`, never through dvc);
 - plans its work to end within `--budget` seconds (default 540): work that would not fit is
   skipped and said so, a run overrunning is stopped by the trainer's deadline, and a watchdog
   (SIGALRM) ends the mode `WATCHDOG_GRACE` seconds after the budget in any case;
@@ -182,7 +182,7 @@ def peak_flops(name: str) -> float | None:
 
 def paper_config(experiment: str, variant: str, seed: int = 0, **changes: Any) -> dict[str, Any]:
     """The overrides of one run of the paper profile (params.yaml through yaml), with `changes`."""
-    from cod.experiments import load_params, resolve_runs
+    from cod.params import load_params, resolve_runs
 
     params = {**load_params(ROOT / "params.yaml"), "profile": "paper"}
     runs = [r for r in resolve_runs(experiment, params) if r.variant == variant]

@@ -180,7 +180,7 @@ def distinct_shapes(params: dict) -> dict[str, RunConfig]:
     """One run's config per distinct memory shape of the active profile's trained runs, by
     experiment/variant."""
     from cod.config import flatten
-    from cod.experiments import all_runs
+    from cod.params import all_runs
 
     shapes = {}
     for run in all_runs(params, planned=False):
@@ -191,7 +191,7 @@ def distinct_shapes(params: dict) -> dict[str, RunConfig]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cod.experiments import PROFILES, load_params
+    from cod.params import PROFILES, load_params
 
     parser = argparse.ArgumentParser(prog="python -m cod.memory", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

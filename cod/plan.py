@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from cod.config import RunConfig
-from cod.experiments import ROOT, Run, all_runs, profile_settings
+from cod.params import ROOT, Run, all_runs, profile_settings
 
 MAX_TIMED_PARAMS = 5e7  # larger shapes are not timed on a CPU (the paper profile): cost unknown here
 STARTUP_S = 5.0  # a run process: imports, data, fingerprint probe

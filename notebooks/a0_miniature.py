@@ -62,7 +62,7 @@ from IPython.display import Markdown, display
 
 from cod import plots
 from cod.config import run_config
-from cod.experiments import load_params, resolve_runs
+from cod.params import load_params, resolve_runs
 from cod.plan import plan
 from cod.model import Transformer
 from cod.results import load_final, load_history, save_claims, spread

@@ -86,7 +86,7 @@ from cod import plots, scoreboard
 from cod.analysis import load_analyses
 from cod.compare import unigram_perplexity
 from cod.config import run_config_from_dict
-from cod.experiments import load_params, resolve_runs
+from cod.params import load_params, resolve_runs
 from cod.pilot import Criterion, bigram_perplexity, cheapest, judge
 from cod.results import load_final, load_layer_stats, save_claims
 

@@ -16,7 +16,7 @@ from cod.analysis import (analysed_runs, analysis_settings, load_analyses, load_
                           save_attention, save_layers)
 from cod.metrics.attention import attention_at_lengths
 from cod.config import ConfigError, ModelConfig, run_config
-from cod.experiments import Run, all_runs, load_params, resolve_runs
+from cod.params import ROOT, Run, all_runs, load_params, profile_settings, resolve_runs, section_of
 from cod.plan import plan, tokens_per_parameter
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
@@ -32,8 +32,8 @@ def smoke_params() -> dict:
 def test_runs_are_stored_per_profile():
     params = smoke_params()
     run = resolve_runs("a_130m", params)[0]
-    assert run.out.relative_to(experiments.ROOT).parts[:3] == ("runs", "smoke", "a_130m")
-    assert run.weights.relative_to(experiments.ROOT).parts[:3] == ("checkpoints", "smoke", "a_130m")
+    assert run.out.relative_to(ROOT).parts[:3] == ("runs", "smoke", "a_130m")
+    assert run.weights.relative_to(ROOT).parts[:3] == ("checkpoints", "smoke", "a_130m")
     params["profile"] = "default"
     assert resolve_runs("a_130m", params)[0].out.parts[-3] == "default"
 
@@ -103,7 +103,7 @@ def test_default_profile_meets_the_miniatures_criterion():
 
 
 def test_status_distinguishes_result_weights_and_nothing(tiny_tokens, tmp_path, monkeypatch):
-    monkeypatch.setattr(experiments, "ROOT", tmp_path)
+    monkeypatch.setattr("cod.params.ROOT", tmp_path)
     overrides = dict(o.split("=", 1) for o in tiny_run(tiny_tokens, "train.steps=4", "train.ckpt_every=0"))
     overrides = {k: json.loads(v) if v[0].isdigit() or v[0] == "-" else v for k, v in overrides.items()}
     run = Run("smoke", "demo", "v", 0, overrides)
@@ -139,7 +139,7 @@ def test_an_analysis_measures_the_variants_it_names():
 def test_fine_tuning_runs_start_from_their_base_runs():
     params = load_params()
     params["profile"] = "default"
-    assert experiments.section_of("a6_sft", params) == "finetunes"
+    assert section_of("a6_sft", params) == "finetunes"
     runs = resolve_runs("a6_sft", params)
     base = {run.name: run for run in resolve_runs("a_250m", params)}
     assert {run.name for run in runs} == {f"{v}_s{s}" for v in ("pre_ln", "lns", "post_ln", "deepnorm", "mix_ln")
@@ -224,6 +224,7 @@ def test_an_unknown_override_in_a_run_still_names_the_setting():
 def gpu_experiment(tmp_path, monkeypatch, gpus: int, **profile) -> dict:
     """Params of a four-run experiment trained under tmp_path, with `gpus` GPUs visible."""
     monkeypatch.setattr(experiments, "ROOT", tmp_path)
+    monkeypatch.setattr("cod.params.ROOT", tmp_path)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     size = {"model.d_model": 16, "model.n_layers": 2, "model.n_heads": 2}
@@ -308,7 +309,7 @@ def test_profile_settings_are_checked(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="profiles.smoke: unknown \\['gpus'\\]; allowed: jobs, .*gpus_per_run"):
         resolve_runs("demo", params)
     for name in ("smoke", "default", "paper"):
-        experiments.profile_settings({**load_params(), "profile": name})  # params.yaml's profiles pass
+        profile_settings({**load_params(), "profile": name})  # params.yaml's profiles pass
 
 
 def test_a_profile_trains_only_the_experiments_it_names_and_that_name_it():

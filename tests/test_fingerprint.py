@@ -8,8 +8,8 @@ import torch.nn.functional as F
 
 from cod import fingerprint
 from cod.config import run_config
-from cod.experiments import all_runs, load_params
 from cod.model import Sublayer, SwiGLU
+from cod.params import all_runs, load_params
 from cod.train import is_complete
 
 

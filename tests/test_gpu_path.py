@@ -232,7 +232,7 @@ def test_fsdp_estimate_holds_a_shard_and_never_more_than_a_replica():
 def test_every_paper_run_fits_one_80gb_gpu_or_eight_with_fsdp():
     """Every dense paper run fits one GPU; the paper's two large MoE models (6-8B parameters in
     all) fit only sharded, by the FSDP estimate over one node's 8 GPUs."""
-    from cod.experiments import load_params
+    from cod.params import load_params
     from cod.memory import SHARDS, distinct_shapes, fits, sharded_peak, state_bytes, training_peak
 
     shapes = distinct_shapes({**load_params(), "profile": "paper"})

@@ -8,11 +8,11 @@ import torch
 
 from cod.analysis import save_layers
 from cod.config import ModelConfig, run_config
-from cod.experiments import load_params, resolve_runs, steps_at_equal_flops
 from cod.flops import flops_per_token
 from cod.ladder import Rung, load_ladder
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
+from cod.params import load_params, resolve_runs, steps_at_equal_flops
 
 
 def write_run(root, experiment, name, status="completed", val_ppl=100.0, layers=3):
