@@ -16,6 +16,7 @@ from cod.metrics.jacobian import block_jacobians
 from cod.metrics.kurtosis import kurtosis, layer_kurtosis
 from cod.metrics.permutation import permutation_scores, swapped
 from cod.metrics.pruning import layer_removal
+import cod.metrics.effectiveness
 import cod.metrics.stream
 from cod.metrics.stream import first_sequences, loss_after, residual_stream
 from cod.metrics.usefulness import fit_affine, usefulness_scores
@@ -135,6 +136,23 @@ def test_an_affine_block_is_not_useful():
     assert abs(result.relative_increase[2]) < 1e-4
     assert not result.useful[2]
     assert result.effective + result.wasted == LAYERS and result.score == result.effective / LAYERS
+
+
+def test_too_few_fit_tokens_are_refused_before_any_metric_runs(monkeypatch):
+    """A fit on at most width + 1 tokens interpolates them: one line names fit_tokens, the count
+    given and the least allowed, before the residual stream is computed."""
+    model = tiny()
+    x, y = tokens()
+    fit_x, _ = tokens(batch=3, seq=11)  # 33 tokens at width 32
+    computed = []
+    monkeypatch.setattr(cod.metrics.effectiveness, "residual_stream", lambda *a: computed.append(a))
+    with pytest.raises(ValueError, match=r"^fit_tokens=33 is too few .* at width 32: at least 34 ") as refused:
+        analyse_layers(model, x, y, fit_x, x[:1])
+    assert "\n" not in str(refused.value) and not computed
+    with pytest.raises(ValueError, match="fit_tokens=33"):
+        usefulness_scores(model, residual_stream(model, x, y), residual_stream(model, fit_x))
+    fit_x, _ = tokens(batch=2, seq=17)  # 34 tokens: enough
+    assert usefulness_scores(model, residual_stream(model, x, y), residual_stream(model, fit_x)).loss.shape == (LAYERS,)
 
 
 def test_affine_fit_is_applied_untransposed():

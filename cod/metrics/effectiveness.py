@@ -24,7 +24,7 @@ from cod.metrics.kurtosis import LayerKurtosis, layer_kurtosis
 from cod.metrics.permutation import PermutationScores, permutation_scores
 from cod.metrics.pruning import LayerRemoval, TaskScore, layer_removal
 from cod.metrics.stream import LayeredModel, device_of, first_sequences, residual_stream
-from cod.metrics.usefulness import Usefulness, usefulness_scores
+from cod.metrics.usefulness import Usefulness, check_fit_tokens, usefulness_scores
 from cod.metrics.variance import token_variance
 from cod.metrics.weights import weight_sparsity
 
@@ -67,6 +67,7 @@ def analyse_layers(model: LayeredModel, idx: torch.Tensor, targets: torch.Tensor
     The tokens are moved to the model's device."""
     device = device_of(model)
     idx, targets, fit_idx, jacobian_idx = (t.to(device) for t in (idx, targets, fit_idx, jacobian_idx))
+    check_fit_tokens(fit_idx.numel(), model.embed(fit_idx[:1, :1]).shape[-1])  # before any metric runs
     seconds: dict[str, float] = {}
 
     def timed(name, fn, *args, **kwargs):

@@ -14,7 +14,8 @@ The map is applied as fitted, x W + b. The authors' script (compute_usefulness.p
 for the same (D, D) matrix W but copies it into nn.Linear.weight, which computes x W^T + b,
 so their replacement applies the transpose of the fit; we follow the paper's definition.
 Fitting on tokens other than the evaluation ones keeps the fit from being scored on its own
-training data (the authors fit and score on the same sample).
+training data (the authors fit and score on the same sample). The fit needs more tokens than
+its D + 1 unknowns per output (`check_fit_tokens`): on fewer it passes through every token.
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ class Affine(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x @ self.weight + self.bias
+
+
+def check_fit_tokens(tokens: int, width: int) -> None:
+    """Refuse to fit the affine maps of blocks of `width` on `tokens` tokens when that is at most
+    width + 1, where a least-squares fit interpolates instead of fitting."""
+    if tokens <= width + 1:
+        raise ValueError(f"fit_tokens={tokens} is too few to fit the usefulness maps at width {width}: "
+                         f"at least {width + 2} (width + 2) are needed")
 
 
 def fit_affine(x: torch.Tensor, y: torch.Tensor) -> Affine:
@@ -100,6 +109,7 @@ def matched_tau(baseline: Sequence[Usefulness], share: float) -> float:
 @torch.no_grad()
 def usefulness_scores(model: LayeredModel, stream: Stream, fit: Stream, tau: float = 0.1) -> Usefulness:
     """`stream` (with targets) scores the replacements; `fit` (other tokens) fits them."""
+    check_fit_tokens(fit.h[0][..., 0].numel(), fit.h[0].shape[-1])
     n = stream.n_layers
     loss = np.array([
         loss_after(model, stream, l, [fit_affine(fit.h[l], fit.h[l + 1]), *range(l + 1, n)]) for l in range(n)
