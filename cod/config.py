@@ -24,6 +24,8 @@ from typing import Any, Mapping
 
 import yaml
 
+from cod.data.tasks import TASKS  # the evaluation sets are the fine-tuning mix's source
+
 
 class ConfigError(ValueError):
     """A setting with a bad name or value; the message names it and what is allowed."""
@@ -429,8 +431,6 @@ class FinetuneConfig(_Section):
 
     def validate(self) -> None:
         self.convert_fields()  # also catches values assigned after construction
-        from cod.eval.tasks import TASKS  # the evaluation sets are the mix's source
-
         unknown = [name for name in self.task_names if name not in TASKS or TASKS[name].greedy]
         if unknown or not self.task_names:
             allowed = [name for name, t in TASKS.items() if not t.greedy]

@@ -24,7 +24,7 @@
 # 1.72M pre-training tokens; three seeds each, shared with Table 1) are fine-tuned from their
 # final weights (`finetunes: a6_sft` in params.yaml, DVC stage `finetune@a6_sft`).
 # - *The mix.* No training split of these sets ships offline, so each set is split once into
-#   two fixed random halves (`cod.eval.tasks`, Parts): the instruction mix is the 'tune' halves
+#   two fixed random halves (`cod.data.tasks`, Parts): the instruction mix is the 'tune' halves
 #   of Commonsense170K's eight sets (about 9,900 examples), and every accuracy below is on the
 #   'eval' halves, so no evaluated item was trained on (a test checks it). An example is the
 #   item's prompt and right answer in the format zero-shot scoring uses; the loss covers the

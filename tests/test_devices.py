@@ -21,9 +21,9 @@ from torch.utils._pytree import tree_leaves
 
 from cod import analysis
 from cod.config import ModelConfig
+from cod.data.tasks import Item
 from cod.eval.lm import LanguageModel
 from cod.eval.perplexity import perplexity, perplexity_text
-from cod.eval.tasks import Item
 from cod.eval.zeroshot import loglikelihoods, score_items
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer

@@ -8,9 +8,9 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from cod.config import ModelConfig
+from cod.data.tasks import TASKS, Item, chance, load_task
 from cod.eval.lm import EOT, LanguageModel, load_tokenizer
 from cod.eval.perplexity import perplexity, perplexity_text
-from cod.eval.tasks import TASKS, Item, chance, load_task
 from cod.eval.zeroshot import evaluate, loglikelihoods, score_items
 from cod.interop import to_hf_llama
 from cod.model import Transformer

@@ -9,9 +9,9 @@ import torch
 from cod import fingerprint
 from cod.config import COMMONSENSE_TASKS, ConfigError, LossOn, run_config
 from cod.data.instructions import IGNORE, Example, InstructionBatches, encode_example, instruction_mix
+from cod.data.tasks import load_task, part_indices
 from cod.data.tokenizer import train_bpe
 from cod.eval.lm import TextEncoder
-from cod.eval.tasks import load_task, part_indices
 from cod.train import Trainer, is_complete, main
 from conftest import VOCAB, tiny_run
 

