@@ -18,7 +18,10 @@ its Pre-LN run passes all four tests:
    does (block 1 left out of the shallow third: every architecture needs its first block).
 
 The profile takes the cheapest candidate that meets the criterion, cost being single-core hours
-of one run (its tokens over its shape's measured training throughput).
+of one run (its tokens over its shape's measured training throughput). The stopping rule, added
+after 4 of the 9 first-round runs had trained (all failing test 3 alone) and before any treatment
+run: when every candidate of every round has trained and none meets all four tests, the profile
+takes the cheapest candidate meeting tests 1, 2 and 4, and test 3 is reported as unmet.
 """
 
 from __future__ import annotations
@@ -91,7 +94,21 @@ def judge(val_loss: float, unigram_ppl: float, variance_start: np.ndarray, varia
     return out
 
 
-def cheapest(candidates: pd.DataFrame) -> str | None:
-    """The index of the cheapest row (`core_hours`) whose `meets` is true; None when none does."""
+FALLBACK_TESTS = ("real_lm", "grows_with_depth", "deep_less_effective")
+
+
+def choose(candidates: pd.DataFrame, complete: bool) -> tuple[str | None, str]:
+    """(the candidate the profile takes, the rule that took it) from rows with `core_hours`, each
+    test's column and `meets`. The cheapest meeting all four tests; once every candidate of every
+    round has trained (`complete`) and none does, the cheapest meeting tests 1, 2 and 4, test 3
+    then reported as unmet (the stopping rule, stated before any treatment run). None while
+    candidates remain untrained and none meets all four."""
     meeting = candidates[candidates["meets"]]
-    return None if meeting.empty else str(meeting["core_hours"].idxmin())
+    if not meeting.empty:
+        return str(meeting["core_hours"].idxmin()), "all four tests"
+    if not complete:
+        return None, "not yet: candidates remain untrained"
+    fallback = candidates[candidates[list(FALLBACK_TESTS)].all(axis=1)]
+    if fallback.empty:
+        return None, "none: no candidate meets tests 1, 2 and 4"
+    return str(fallback["core_hours"].idxmin()), "tests 1, 2 and 4 (the stopping rule; test 3 unmet)"

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cod.pilot import Criterion, bigram_perplexity, cheapest, judge
+from cod.pilot import Criterion, bigram_perplexity, choose, judge
 
 L = 12
 CURSED = {  # a run that passes every test: variance rising with depth and, in deep blocks, over training
@@ -57,7 +57,14 @@ def test_bigram_perplexity_of_a_deterministic_corpus(tmp_path):
     assert bigram_perplexity(tmp_path, weight=0.9) == pytest.approx(expected, rel=1e-6)
 
 
-def test_the_cheapest_meeting_candidate_is_chosen():
-    table = pd.DataFrame({"meets": [False, True, True], "core_hours": [0.1, 0.5, 0.3]}, index=["a", "b", "c"])
-    assert cheapest(table) == "c"
-    assert cheapest(table.assign(meets=False)) is None
+def test_the_cheapest_candidate_meeting_all_four_tests_is_chosen_else_the_stopping_rule():
+    tests = {"real_lm": [True, True, True, False], "grows_with_depth": [True, True, True, True],
+             "deep_less_effective": [True, True, False, True]}
+    table = pd.DataFrame({**tests, "meets": [False, True, True, False], "core_hours": [0.1, 0.5, 0.3, 0.05]},
+                         index=["a", "b", "c", "d"])
+    assert choose(table, complete=False) == ("c", "all four tests")
+    none_meets = table.assign(meets=False)
+    assert choose(none_meets, complete=False)[0] is None  # candidates remain: no choice yet
+    chosen, rule = choose(none_meets, complete=True)  # a (0.1) is the cheapest passing tests 1, 2 and 4
+    assert chosen == "a" and "test 3 unmet" in rule
+    assert choose(none_meets.assign(real_lm=False), complete=True)[0] is None
