@@ -87,7 +87,7 @@ def test_the_guard_passes_tensors_made_on_a_device_and_read_through_cpu():
 def test_layer_analysis_makes_its_tensors_on_the_models_device():
     torch.manual_seed(0)
     model = Transformer(ModelConfig(vocab_size=61, d_model=16, n_layers=3, n_heads=2, max_seq_len=16)).eval()
-    ids = torch.randint(0, 61, (6, 9))
+    ids = torch.randint(0, 61, (8, 9))  # 4 windows to score, 4 (32 tokens > width 16 + 1) to fit
     inputs = (ids[:4, :-1], ids[:4, 1:], ids[4:, :-1], ids[:2, :-1])
     plain = analyse_layers(model, *inputs, attention_thresholds=[1e-2], seed=3)
     with on_device():
@@ -126,7 +126,7 @@ def test_evaluation_makes_its_tensors_on_the_models_device():
 def test_analyses_and_evaluation_run_on_a_gpu():
     torch.manual_seed(0)
     model = Transformer(ModelConfig(vocab_size=61, d_model=16, n_layers=3, n_heads=2, max_seq_len=16)).eval()
-    ids = torch.randint(0, 61, (6, 9))
+    ids = torch.randint(0, 61, (8, 9))  # 4 windows to score, 4 (32 tokens > width 16 + 1) to fit
     inputs = (ids[:4, :-1], ids[:4, 1:], ids[4:, :-1], ids[:2, :-1])
     on_cpu = analyse_layers(model, *inputs, attention_thresholds=[1e-2])
     on_gpu = analyse_layers(model.cuda(), *inputs, attention_thresholds=[1e-2])

@@ -169,7 +169,7 @@ def test_a_zero_shot_only_analysis_needs_no_layer_settings():
 def test_stored_layer_analysis_reads_back_as_the_same_objects(tmp_path):
     torch.manual_seed(0)
     model = Transformer(ModelConfig(vocab_size=61, d_model=16, n_layers=3, n_heads=2, max_seq_len=16)).eval()
-    ids = torch.randint(0, 61, (6, 9))
+    ids = torch.randint(0, 61, (8, 9))  # 4 windows to score, 4 (32 tokens > width 16 + 1) to fit
     x, y = ids[:4, :-1], ids[:4, 1:]
     with torch.no_grad():
         result = analyse_layers(model, x, y, ids[4:, :-1], x[:2])

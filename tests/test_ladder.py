@@ -32,7 +32,7 @@ def write_run(root, experiment, name, status="completed", val_ppl=100.0, layers=
 def analysis():
     torch.manual_seed(0)
     model = Transformer(ModelConfig(vocab_size=61, d_model=16, n_layers=3, n_heads=2, max_seq_len=16)).eval()
-    ids = torch.randint(0, 61, (6, 9))
+    ids = torch.randint(0, 61, (8, 9))  # 4 windows to score, 4 (32 tokens > width 16 + 1) to fit
     with torch.no_grad():
         return analyse_layers(model, ids[:4, :-1], ids[:4, 1:], ids[4:, :-1], ids[:2, :-1])
 
