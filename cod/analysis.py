@@ -87,7 +87,7 @@ def analysed_runs(spec: dict[str, Any], params: dict[str, Any]) -> list:
 def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
     """Measure every run of analysis `name`'s experiment on `device` and write its per-run files."""
     from cod.eval import LanguageModel, evaluate, load_tokenizer
-    from cod.results import load_model
+    from cod.results import load_model, train_command
 
     spec = analysis_settings(name, params)
     profile = params["profile"]
@@ -100,7 +100,7 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
     missing = [run.name for run in runs if not (run.weights / "model.pt").exists()]
     if missing:
         raise FileNotFoundError(f"no weights for {missing} in checkpoints/{profile}/{spec['experiment']}: "
-                                f"`dvc repro train@{spec['experiment']}` trains them")
+                                f"`{train_command(spec['experiment'], profile)}` trains them")
     root = ROOT / "analyses" / profile / name
     root.mkdir(parents=True, exist_ok=True)
     (root / "settings.json").write_text(json.dumps(spec, indent=1) + "\n")
@@ -317,12 +317,15 @@ def zero_shot_table(folder: str | Path):
     seed, task, acc, acc_norm, chance, n (one row per run and task)."""
     import pandas as pd
 
+    from cod.results import analyse_command
+
     rows = []
     for path in sorted(Path(folder).glob("*_s*/zero_shot.json")):
         variant, seed = path.parent.name.rsplit("_s", 1)
         rows += [{"variant": variant, "seed": int(seed), **result} for result in load_zero_shot(path.parent)]
     if not rows:
-        raise FileNotFoundError(f"no zero_shot.json under {folder}: `dvc repro analyse@{Path(folder).name}` makes them")
+        command = analyse_command(Path(folder).name, Path(folder).parent.name)  # analyses/PROFILE/NAME
+        raise FileNotFoundError(f"no zero_shot.json under {folder}: `{command}` makes them")
     return pd.DataFrame(rows)
 
 

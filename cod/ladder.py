@@ -25,7 +25,7 @@ import pandas as pd
 from cod.analysis import load_layers, load_zero_shot
 from cod.metrics.effectiveness import WEIGHT_THRESHOLDS, LayerAnalysis
 from cod.metrics.usefulness import matched_tau
-from cod.results import load_final, load_history, load_layer_stats, spread
+from cod.results import load_final, load_history, load_layer_stats, spread, train_command
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,8 @@ def load_ladder(rungs: Sequence[Rung], runs_root: str | Path, analyses_root: str
         finals = finals[finals["variant"] == rung.variant]
         if finals.empty:
             raise FileNotFoundError(f"{Path(runs_root) / rung.experiment} holds no run of variant {rung.variant!r} "
-                                    f"(rung {rung.label!r}): train it with `dvc repro train@{rung.experiment}`")
+                                    f"(rung {rung.label!r}): train it with "
+                                    f"`{train_command(rung.experiment, Path(runs_root).name)}`")
         for _, final in finals.iterrows():
             folder = Path(analyses_root) / (rung.analysis or rung.experiment) / f"{rung.variant}_s{final['seed']}"
             analysis = load_layers(folder) if (folder / "layers.json").exists() else None

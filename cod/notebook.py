@@ -1,23 +1,27 @@
 """Execute a notebook of `notebooks/` with papermill, the way the DVC stages do.
 
     python -m cod.notebook a4_variance_dynamics                  # parameters from params.yaml
-    python -m cod.notebook a4_variance_dynamics -p seeds=[0,1]   # plus overrides (YAML values)
+    python -m cod.notebook a4_variance_dynamics -p 'steps_to_show=[0.5, 1.0]'   # plus overrides (YAML)
     python -m cod.notebook --all        # every notebook stage through DVC, from committed results only
     python -m cod.notebook --html       # an HTML copy of every executed notebook (`make html`)
 
 Sources are jupytext percent files (`notebooks/NAME.py`, diff-friendly). The parameters
 are `profile` plus `notebooks.NAME` from params.yaml, then `-p` overrides; every name must
-exist in the notebook's cell tagged `parameters`, or the run stops before executing
-anything. The executed notebook and an HTML rendering go to `notebooks/executed/<profile>/`,
-figures to `figures/<profile>/NAME/`. Only the executed notebook is committed (it holds its
-figures): the HTML copies are ignored by git and are no DVC outputs; `--html` renders them for
-every executed notebook, e.g. on a fresh clone. With `--output DIR/OUT.ipynb` the HTML goes beside it and
-the figures to `DIR/OUT_figures/` (or `-p figures_dir=...`, relative to the repository), so
-that trying a notebook leaves the committed figures alone. Cells' output is shown as they run;
-the executed notebook records paths relative to the repository, none of this machine's. The
-executed .ipynb keeps its parameters cell, so plain papermill works on it too:
+exist in the notebook's cell tagged `parameters`, every value must have the type of its
+default there (an int for a float; anything for a default of None) and `profile` must be a
+profile of params.yaml, or the run stops before executing anything. The executed notebook
+and an HTML rendering go to `notebooks/executed/<profile>/`, figures to
+`figures/<profile>/NAME/`. Only the executed notebook is committed (it holds its figures):
+the HTML copies are ignored by git and are no DVC outputs; `--html` renders them for every
+executed notebook, e.g. on a fresh clone. With `--output DIR/OUT.ipynb` the HTML goes beside
+it and the figures to `DIR/OUT_figures/` (or `-p figures_dir=...`, relative to the
+repository), so that trying a notebook leaves the committed figures alone. Cells' output is
+shown as they run; the executed notebook records paths relative to the repository, none of
+this machine's. The executed .ipynb keeps its parameters cell, so plain papermill works on it
+too (from the repository; without figures_dir it draws into the committed figures):
 
-    papermill notebooks/executed/default/a4_variance_dynamics.ipynb out.ipynb -p seeds "[0]"
+    papermill notebooks/executed/default/a4_variance_dynamics.ipynb /tmp/a4.ipynb \\
+        -y "steps_to_show: [0.5, 1.0]" -p figures_dir /tmp/a4_figures
 
 `--all` is what `make notebooks` runs: `dvc repro --force --single-item` on every notebook stage,
 so dvc.lock records what was regenerated while no training or analysis stage runs (they
@@ -78,19 +82,68 @@ def declared_parameters(notebook) -> dict[str, Any]:
     return names
 
 
+def load_params() -> dict[str, Any]:
+    """params.yaml of the repository."""
+    return yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
 def stage_parameters(name: str) -> dict[str, Any]:
     """What params.yaml passes to notebook NAME: `profile` and `notebooks.NAME`."""
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params = load_params()
     return {"profile": params["profile"], **(params.get("notebooks", {}).get(name) or {})}
 
 
-def check_parameters(given: dict[str, Any], declared: dict[str, Any], name: str) -> None:
+def type_name(default: Any) -> str:
+    """What a parameter whose default is `default` takes, in words ('float', 'list of str')."""
+    if default is None:
+        return "any value"
+    if isinstance(default, (list, tuple)):
+        items = sorted({type_name(item) for item in default})
+        return "list" + (f" of {' or '.join(items)}" if items else "")
+    return type(default).__name__
+
+
+def fits(value: Any, default: Any) -> bool:
+    """Whether `value` may stand for `default`: a value of its type (an int for a float), a list
+    whose items each fit an item of the default list, anything for a default of None."""
+    if default is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, list) and (not default or all(any(fits(v, d) for d in default) for v in value))
+    return isinstance(value, type(default))
+
+
+def checked_parameters(given: dict[str, Any], declared: dict[str, Any], name: str) -> dict[str, Any]:
+    """`given` checked against the notebook's `declared` defaults: every name declared, every
+    value of its default's type (`fits`; YAML's '1e-3', read as a string, taken as a float where a
+    float is expected), `profile` one of params.yaml's. Raises ConfigError naming the first misfit."""
     unknown = sorted(set(given) - set(declared))
     if unknown:
         raise ConfigError(
             f"notebook {name!r} has no parameter {', '.join(map(repr, unknown))}; "
             f"allowed: {', '.join(sorted(declared))}"
         )
+    checked = {}
+    for key, value in given.items():
+        default = declared[key]
+        if isinstance(default, float) and isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if not fits(value, default):
+            raise ConfigError(f"notebook {name!r}: {key}={value!r} is not allowed; expected {type_name(default)} "
+                              f"(the default is {default!r})")
+        checked[key] = value
+    profiles = load_params()["profiles"]
+    if "profile" in checked and checked["profile"] not in profiles:
+        raise ConfigError(f"notebook {name!r}: profile={checked['profile']!r} is not allowed; "
+                          f"allowed: {', '.join(profiles)}")
+    return checked
 
 
 def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | None = None) -> Path:
@@ -102,8 +155,7 @@ def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | N
 
     notebook = load_source(name)
     declared = declared_parameters(notebook)
-    parameters = {**stage_parameters(name), **(overrides or {})}
-    check_parameters(parameters, declared, name)
+    parameters = checked_parameters({**stage_parameters(name), **(overrides or {})}, declared, name)
     default = EXECUTED / str(parameters["profile"]) / f"{name}.ipynb"
     output = Path(output or default).resolve()
     if output != default and "figures_dir" in declared:
@@ -234,11 +286,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.name is None:
         parser.error("give a notebook name or --all")
     show_papermill_log()
+    from papermill.exceptions import PapermillExecutionError
+
     try:
         execute(args.name, dict(parse_override(p) for p in args.param), args.output)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except PapermillExecutionError as e:  # the cell's traceback is in the executed notebook
+        print(f"error: {args.name} stopped in cell [{e.exec_count}]: {e.ename}: {e.evalue}", file=sys.stderr)
+        return 1
     return 0
 
 

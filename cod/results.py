@@ -16,11 +16,22 @@ VERDICTS = ("reproduced", "not reproduced", "inconclusive", "beyond reach", "hol
 CLAIM_KEYS = ("id", "paper", "item", "claim", "source", "paper_value", "ours", "verdict", "profile")
 
 
+def train_command(experiment: str, profile: str) -> str:
+    """The command that trains `experiment`'s runs of `profile`, whichever profile params.yaml
+    names (`dvc repro train@EXPERIMENT` trains params.yaml's only)."""
+    return f"python -m cod.experiments train {experiment} --profile {profile}"
+
+
+def analyse_command(analysis: str, profile: str) -> str:
+    """The command that makes analysis `analysis` of `profile` (`dvc repro` makes params.yaml's only)."""
+    return f"python -m cod.analysis {analysis} --profile {profile}"
+
+
 def run_dirs(experiment: str, runs_root: str | Path) -> list[Path]:
     """The finished runs of `experiment` under `runs_root` (runs/<profile>)."""
     root = Path(runs_root) / experiment
     if not root.exists():
-        raise FileNotFoundError(f"{root} not found: train it with `dvc repro train@{experiment}`")
+        raise FileNotFoundError(f"{root} not found: train it with `{train_command(experiment, Path(runs_root).name)}`")
     return sorted(p for p in root.iterdir() if (p / "final.json").exists())
 
 

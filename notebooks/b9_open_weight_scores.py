@@ -75,7 +75,8 @@ Path(figures_dir).mkdir(parents=True, exist_ok=True)
 open_dir = Path(analyses_root) / profile / "open_weights"
 found = {m: open_dir / m for m in models if (open_dir / m / "layers.json").exists()}
 for m in set(models) - set(found):
-    print(f"{m}: no analysis in {open_dir / m}: `dvc repro analyse_open@{m}` makes it; left out")
+    print(f"{m}: no analysis in {open_dir / m}: `python -m cod.analysis open_weights {m} --profile {profile}` "
+          "makes it; left out")
 scores = {m: load_layers(path) for m, path in found.items()}
 settings = {m: json.loads((path / "settings.json").read_text()) for m, path in found.items()}
 models = list(scores)

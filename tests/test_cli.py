@@ -80,7 +80,7 @@ def tiny_repo(tmp_path, monkeypatch):
     """A repository of one tiny notebook, `tiny`, that draws a 'figure' into its figures_dir."""
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "tiny.py").write_text(TINY)
-    (tmp_path / "params.yaml").write_text("profile: default\nnotebooks:\n  tiny: {}\n")
+    (tmp_path / "params.yaml").write_text("profile: default\nprofiles: {default: {}}\nnotebooks:\n  tiny: {}\n")
     monkeypatch.setattr(notebook, "ROOT", tmp_path)
     monkeypatch.setattr(notebook, "NOTEBOOKS", tmp_path / "notebooks")
     monkeypatch.setattr(notebook, "EXECUTED", tmp_path / "notebooks" / "executed")

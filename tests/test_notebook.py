@@ -1,0 +1,98 @@
+"""Notebook parameters: checked against the notebook's own defaults before anything executes; the
+help's examples work as written; a missing result names the command for the profile asked."""
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cod import notebook
+from cod.config import ConfigError, parse_override
+from cod.ladder import Rung, load_ladder
+from cod.results import run_dirs
+
+A4 = "a4_variance_dynamics"
+
+
+def checked(name: str, overrides: dict) -> dict:
+    declared = notebook.declared_parameters(notebook.load_source(name))
+    return notebook.checked_parameters({**notebook.stage_parameters(name), **overrides}, declared, name)
+
+
+@pytest.fixture
+def no_execution(monkeypatch):
+    """Fail the test if papermill is asked to execute anything."""
+    import papermill
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("executed despite a refused parameter")
+
+    monkeypatch.setattr(papermill, "execute_notebook", refuse)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("shallow_layers=2.5", "shallow_layers=2.5 is not allowed; expected int (the default is 4)"),
+    ("shallow_layers=true", "shallow_layers=True is not allowed; expected int"),
+    ("stable_factor=high", "stable_factor='high' is not allowed; expected float (the default is 2.0)"),
+    ("steps_to_show=[0.5, x]", "steps_to_show=[0.5, 'x'] is not allowed; expected list of float"),
+    ("variants=lns", "variants='lns' is not allowed; expected list of str"),
+    ("experiment=null", "experiment=None is not allowed; expected str"),
+    ("profile=papr", "profile='papr' is not allowed; allowed: smoke, default, headline, paper"),
+])
+def test_a_value_of_the_wrong_type_is_one_line_before_anything_runs(override, message, no_execution, capsys):
+    assert notebook.main([A4, "-p", override]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: notebook '{A4}': {message}") and err.count("\n") == 1
+
+
+def test_values_of_the_defaults_type_pass():
+    given = checked(A4, dict(parse_override(p) for p in (
+        "stable_factor=3", "warmup_fraction=1e-3", "steps_to_show=[1, 0.5]", "figures_dir=/tmp/x", "profile=paper")))
+    assert given["stable_factor"] == 3 and given["warmup_fraction"] == 0.001  # YAML reads 1e-3 as a string
+    assert given["steps_to_show"] == [1, 0.5] and given["profile"] == "paper"
+
+
+def test_every_notebook_stage_passes_its_own_parameters():
+    """params.yaml's values for each notebook fit the defaults of its parameters cell."""
+    for name in notebook.notebook_stages():
+        checked(name, {})
+
+
+def example(words: list[str]) -> tuple[str, dict]:
+    """The notebook and parameters of a help example, `python -m cod.notebook NAME -p KEY=VALUE`
+    or `papermill IN.ipynb OUT.ipynb -y YAML -p KEY VALUE`."""
+    if words[0] == "papermill":
+        given = {}
+        for i, word in enumerate(words):
+            if word == "-y":
+                given.update(yaml.safe_load(words[i + 1]))
+            elif word == "-p":
+                given[words[i + 1]] = words[i + 2]
+        return Path(words[1]).stem, given
+    return words[3], dict(parse_override(words[i + 1]) for i, word in enumerate(words) if word == "-p")
+
+
+def test_the_help_examples_parse_against_the_notebook():
+    """Every example of the module's help that passes parameters names parameters of the
+    notebook, of the types it declares."""
+    lines = re.sub(r"\\\n\s*", " ", notebook.__doc__).splitlines()  # continued lines joined
+    examples = [example(shlex.split(line)) for line in lines if " -p " in line]
+    assert [name for name, _ in examples] == [A4, A4]
+    for name, given in examples:
+        assert given and checked(name, given)
+
+
+def test_a_missing_result_names_the_command_for_the_profile_asked(tmp_path):
+    """`dvc repro train@...` trains params.yaml's profile: a notebook run with -p profile=paper
+    is told the command that trains the paper profile's runs."""
+    command = "python -m cod.experiments train a_130m --profile paper"
+    with pytest.raises(FileNotFoundError, match=re.escape(f"train it with `{command}`")):
+        run_dirs("a_130m", tmp_path / "runs" / "paper")
+    other = tmp_path / "runs" / "paper" / "b_depth" / "d16_s0"  # a ladder whose rung d12 has no run
+    other.mkdir(parents=True)
+    (other / "final.json").write_text('{"val_ppl": 1.0}')
+    (other / "history.jsonl").write_text("")
+    with pytest.raises(FileNotFoundError, match=re.escape(command.replace("a_130m", "b_depth"))):
+        load_ladder([Rung("d12", "b_depth", "d12")], tmp_path / "runs" / "paper", tmp_path / "analyses")
