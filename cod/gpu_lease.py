@@ -72,9 +72,9 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from cod import ROOT
 from cod.config import run_config
 
-ROOT = Path(__file__).resolve().parent.parent
 BUDGET_S = 540.0  # seconds a mode plans for: well within a command's 10 minutes
 WATCHDOG_GRACE = 30.0  # seconds past the budget after which the watchdog ends a mode
 ABSENT = ("dvc", "papermill", "jupytext")  # packages the lent machine lacks: never imported here

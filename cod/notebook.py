@@ -43,9 +43,9 @@ from typing import Any
 
 import yaml
 
+from cod import ROOT
 from cod.config import ConfigError, parse_override
 
-ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 EXECUTED = NOTEBOOKS / "executed"
 KERNEL_ENVIRONMENT = {

@@ -35,11 +35,11 @@ from typing import Any
 
 import yaml
 
+from cod import ROOT
 from cod.config import ConfigError, RunConfig, apply_overrides, run_config
 from cod.flops import flops_per_token
 from cod.train import is_complete
 
-ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ("smoke", "default", "headline", "paper")
 PROFILE_KEYS = ("jobs", "seeds", "max_seeds", "base", "sizes", "gpus_per_run", "experiments")
 COUNTS = ("jobs", "gpus_per_run")  # profile settings that are positive integers (default 1)

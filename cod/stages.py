@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from cod import ROOT
 
 
 def module_path(module: str) -> Path:

@@ -21,7 +21,9 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-CACHE = Path(__file__).resolve().parents[2] / ".cache" / "packages"
+from cod import ROOT
+
+CACHE = ROOT / ".cache" / "packages"
 
 
 class PackageError(FileNotFoundError):

@@ -37,9 +37,9 @@ from typing import BinaryIO, Callable
 
 import torch
 
+from cod import ROOT
 from cod.data import packages
 
-ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "models"
 CHUNK = 1 << 20  # bytes read at a time when hashing and concatenating
 
