@@ -35,12 +35,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 from cod.config import ConfigError
+from cod.data.corpus import read_source
+from cod.eval import LanguageModel, evaluate, load_tokenizer
+from cod.eval.lm import TextEncoder
+from cod.eval.pretrained import load_layered
 from cod.metrics.attention import AttentionStats, attention_at_lengths
 from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
 from cod.params import PROFILES, ROOT, load_params, resolve_runs
+from cod.results import analyse_command, load_model, train_command
 
 LAYER_SETTINGS = ("eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau")  # with layers: true
 SETTINGS = ("experiment", *LAYER_SETTINGS, "zero_shot_tasks", "zero_shot_limit")
@@ -86,9 +92,6 @@ def analysed_runs(spec: dict[str, Any], params: dict[str, Any]) -> list:
 
 def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
     """Measure every run of analysis `name`'s experiment on `device` and write its per-run files."""
-    from cod.eval import LanguageModel, evaluate, load_tokenizer
-    from cod.results import load_model, train_command
-
     spec = analysis_settings(name, params)
     profile = params["profile"]
     runs = analysed_runs(spec, params)
@@ -164,9 +167,6 @@ def open_weight_windows(tokenizer, seq_len: int, counts: typing.Sequence[int]) -
     overlap by one token; for a model whose tokenizer starts every text with a BOS token (Gemma,
     which degrades without it), each window is that token followed by the next seq_len tokens, so
     every token is a target once."""
-    from cod.data.corpus import read_source
-    from cod.eval.lm import TextEncoder
-
     bos = leading_bos(tokenizer)
     needed = sum(counts) * seq_len + (1 if bos is None else 0)
     encoder, ids = TextEncoder(tokenizer), []
@@ -189,8 +189,6 @@ def open_weight_windows(tokenizer, seq_len: int, counts: typing.Sequence[int]) -
 
 def analyse_open(name: str, params: dict[str, Any], device: str = "cpu") -> None:
     """Paper B's layer scores of open-weight decoder `name` (one of open_weights.models)."""
-    from cod.eval.pretrained import load_layered
-
     spec = open_weight_settings(params)
     if name not in spec["models"]:
         raise ConfigError(f"model={name!r} is not in open_weights.models; allowed: {', '.join(spec['models'])}")
@@ -315,10 +313,6 @@ def load_zero_shot(folder: str | Path) -> list[dict[str, Any]]:
 def zero_shot_table(folder: str | Path):
     """Every stored run's zero-shot results under an analysis folder as one DataFrame: variant,
     seed, task, acc, acc_norm, chance, n (one row per run and task)."""
-    import pandas as pd
-
-    from cod.results import analyse_command
-
     rows = []
     for path in sorted(Path(folder).glob("*_s*/zero_shot.json")):
         variant, seed = path.parent.name.rsplit("_s", 1)

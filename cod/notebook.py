@@ -41,6 +41,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import yaml
 
 from cod import ROOT
@@ -56,7 +57,7 @@ KERNEL_ENVIRONMENT = {
 
 def load_source(name: str):
     """The notebook `notebooks/NAME.py` as an nbformat object."""
-    import jupytext
+    import jupytext  # lazy: seconds to import; only reading a notebook's source needs it
 
     path = NOTEBOOKS / f"{name}.py"
     if not path.exists():
@@ -151,7 +152,7 @@ def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | N
 
     Figures go to the notebook's default folder or, when `output` is not the stage's, beside
     it (`figures_beside`); a `figures_dir` in `overrides` wins over both."""
-    import papermill
+    import papermill  # lazy: seconds to import; only executing a notebook needs it
 
     notebook = load_source(name)
     declared = declared_parameters(notebook)
@@ -199,8 +200,6 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
 def record_paths(executed: Path, source: Path) -> None:
     """Record the source and executed notebook's paths relative to the repository (papermill
     records the absolute output path and, given a notebook object, the whole notebook as input)."""
-    import nbformat
-
     notebook = nbformat.read(executed, as_version=4)
     notebook.metadata.papermill.update(input_path=relative(source), output_path=relative(executed))
     nbformat.write(notebook, executed)
@@ -217,8 +216,7 @@ def warn_machine_paths(executed: Path) -> None:
 def render_html(notebook_path: Path, html: Path | None = None) -> Path:
     """An HTML copy of the executed notebook, for reading without Jupyter: beside it (ignored by
     git) or at `html` (the results site, `cod.site`)."""
-    import nbformat
-    from nbconvert import HTMLExporter
+    from nbconvert import HTMLExporter  # lazy: seconds to import; only HTML copies need it
 
     body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook_path, as_version=4))
     html = html or notebook_path.with_suffix(".html")
@@ -286,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.name is None:
         parser.error("give a notebook name or --all")
     show_papermill_log()
-    from papermill.exceptions import PapermillExecutionError
+    from papermill.exceptions import PapermillExecutionError  # lazy: as in `execute`
 
     try:
         execute(args.name, dict(parse_override(p) for p in args.param), args.output)
