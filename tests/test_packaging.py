@@ -1,11 +1,17 @@
-"""Dependencies: the library's runtime requirements are what it imports, and the tools around it
-(DVC) are extras. The transformers floor is checked by `make test-floor`, which runs the tests
-that touch Hugging Face against the oldest version pyproject.toml allows."""
+"""Packaging: the library's runtime requirements are what it imports, and the tools around it
+(DVC) are extras; torch is a range there and one pin in the install commands; the license, the
+citation of both papers and the console scripts are in place. The transformers floor is checked
+by `make test-floor`, which runs the tests that touch Hugging Face against the oldest version
+pyproject.toml allows."""
 
 import ast
+import importlib
 import re
 import tomllib
 from pathlib import Path
+
+import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -42,3 +48,33 @@ def test_every_core_dependency_is_used():
         name = distribution(requirement)
         module = IMPORT_NAMES.get(name, name.replace("-", "_"))
         assert module in imported or name in ("ipykernel",), f"{requirement} is required but never imported"
+
+
+def test_license_and_citation_parse_and_cite_both_papers():
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License\n\nCopyright (c) 2026 the cod authors\n")
+    assert PROJECT["license"] == "MIT" and all((ROOT / name).is_file() for name in PROJECT["license-files"])
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software" and cff["license"] == "MIT"
+    assert cff["message"] and cff["title"] and cff["authors"] and cff["version"] == PROJECT["version"]
+    papers = {ref["title"]: ref for ref in cff["references"]}
+    assert set(papers) == {"The Curse of Depth in Large Language Models",
+                           "When Does Sparsity Mitigate the Curse of Depth in LLMs"}
+    for ref in papers.values():
+        assert ref["type"] and ref["year"] and all(a["family-names"] and a["given-names"] for a in ref["authors"])
+
+
+@pytest.mark.parametrize("script", sorted(PROJECT["scripts"]))
+def test_every_console_script_is_a_command_line_that_answers_help(script, capsys):
+    module, function = PROJECT["scripts"][script].split(":")
+    with pytest.raises(SystemExit) as exit_info:
+        getattr(importlib.import_module(module), function)(["--help"])
+    assert exit_info.value.code == 0 and "usage:" in capsys.readouterr().out
+
+
+def test_torch_is_a_range_for_the_package_and_one_pin_for_the_install():
+    """An exact pin in the library would refuse every other torch (the lent GPU's included); the
+    install commands pin the version the results were made with, all the same one."""
+    (torch,) = [r for r in PROJECT["dependencies"] if distribution(r) == "torch"]
+    assert re.fullmatch(r"torch>=[\d.]+", torch)
+    installs = "".join((ROOT / name).read_text() for name in ("Makefile", "environment.yml", "README.md"))
+    assert len(set(re.findall(r"torch==([\d.]+)", installs))) == 1
