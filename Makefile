@@ -1,6 +1,7 @@
 # The two set-up commands of the README:
 #   make repro      install everything, rebuild the pinned corpus, print the plan, `dvc repro` (params.yaml's profile)
 #   make test       install everything, run the test suite (what CI runs)
+#   make test-fast  the same without the tests marked slow (the inner loop)
 # and, on a fresh clone (no weights), without training:
 #   make notebooks  re-execute every notebook from the committed runs and analyses
 #   make plan       every run of the profile: done, weights missing, to train, and the estimated cost
@@ -15,7 +16,7 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install repro test test-floor benchmark notebooks plan html site gpu-lease
+.PHONY: install repro test test-fast test-floor benchmark notebooks plan html site gpu-lease
 
 install: $(VENV)/.installed
 
@@ -42,6 +43,11 @@ plan: install
 
 test: install
 	$(BIN)/python -m pytest -q --durations=15
+
+# the inner loop: every test but those marked slow (pretrained models, the smoke pipeline, subprocess
+# runs, sizing; pyproject.toml and tests/conftest.py SLOW)
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow" --durations=10
 
 # the tests that touch Hugging Face, against the oldest transformers pyproject.toml allows
 FLOOR := $(shell sed -n 's/.*"transformers>=\([0-9.]*\)".*/\1/p' pyproject.toml)

@@ -30,3 +30,44 @@ def tiny_run(tokens_dir, *extra: str) -> list[str]:
             "train.stats_every=8", "train.stats_tokens=64", "train.eval_tokens=2048", "train.ckpt_every=8",
             "optim.lr=1e-2",
             *extra]
+
+
+# Tests that take more than about two seconds on 2 idle cores (a pretrained model, a subprocess that
+# trains, notebooks, the pipeline, fake-tensor sizing), marked `slow` here so that their files need
+# no edit: `make test-fast` (`pytest -m "not slow"`) leaves them out. tests/test_pipeline.py and the
+# classes of tests/test_pretrained.py carry the mark themselves. tests/test_suite.py checks that
+# every name below still names a test.
+SLOW = (
+    "test_benchmark.py::test_side_by_side_rounds_give_the_median_ratio_and_its_range",
+    "test_data.py::test_pinned_snapshot_matches_the_extraction_code",
+    "test_data.py::test_snapshot_cli_pins_verifies_and_names_a_changed_source",
+    "test_experiments.py::test_default_profile_meets_the_miniatures_criterion",
+    "test_experiments.py::test_plan_prints_every_experiment_and_the_totals",
+    "test_fingerprint.py::test_committed_runs_are_complete_under_the_current_code",
+    "test_gpu_path.py::test_compiled_model_trains_like_eager",
+    "test_gpu_path.py::test_compiled_model_under_fsdp_trains_like_one_eager_process",
+    "test_gpu_path.py::test_fsdp_with_two_processes_matches_one_process_and_resumes",
+    "test_gpu_path.py::test_padded_targets_are_averaged_over_the_global_batch",
+    "test_gpu_path.py::test_sizing_counts_weights_gradients_and_adamw_state",
+    "test_gpu_path.py::test_the_lease_runs_dry_end_to_end_without_dvc_papermill_or_jupytext",
+    "test_gpu_path.py::test_the_lease_skips_what_its_budget_cannot_hold",
+    "test_interop.py::test_smollm2_converts_to_the_same_function",
+    "test_prepare.py::test_a_killed_preparation_resumes_to_the_same_bytes",
+    "test_prepare.py::test_an_interrupted_preparation_resumes_to_the_same_bytes",
+    "test_prepare.py::test_settings_are_checked_before_resuming_and_a_finished_preparation_is_kept",
+    "test_prepare.py::test_the_token_target_stops_reading_the_source",
+    "test_readme.py::test_the_notebook_commands_leave_the_committed_results_alone",
+    "test_readme.py::test_the_python_blocks_run_as_written",
+    "test_readme.py::test_the_training_commands_run_as_written",
+    "test_train.py::test_a_signal_checkpoints_and_names_the_command_that_resumes",
+    "test_train.py::test_ddp_with_two_processes_matches_one_process",
+    "test_train.py::test_interrupted_run_resumes_to_the_same_result",
+    "test_train.py::test_missing_corpus_is_named_before_training",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if f"{item.path.name}::{item.originalname}" in SLOW:
+            item.add_marker(pytest.mark.slow)
