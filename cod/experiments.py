@@ -5,7 +5,7 @@
     python -m cod.experiments train a_130m                  # what DVC's train@NAME stage runs
     python -m cod.experiments prepare                       # token arrays the profile needs
 
-Each run is a separate `python -m cod.train` process with one thread: on a CPU two
+Each run is a separate `python -m cod.run` process with one thread: on a CPU two
 single-threaded runs side by side train about twice as fast as one run on two threads.
 Where GPUs are visible (those of CUDA_VISIBLE_DEVICES when it is set), every run gets GPUs of
 its own: `gpus_per_run` of them (the profile's, default 1), through CUDA_VISIBLE_DEVICES, and a

@@ -23,6 +23,10 @@ retraining the base model makes its fine-tuned runs stale. Where the base weight
 
 A vision run (`vision.dataset` set) is probed on synthetic images of its dataset's shape and
 classes, at its own patch size and sequence length.
+
+The trainer is handed a run's identity (`Trainer(cfg, out, identity=describe(cfg))`, as
+`cod.run` does): it records it in checkpoints and final.json and resumes only a checkpoint of
+the same identity. It never imports this module, which runs it.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import torch
 
 from cod.config import DataSource, ImageSet, Precision, RunConfig, Tokenizer, VisionConfig, flatten, run_config
 from cod.data.images import FILES, write_idx
+from cod.train import Trainer
 
 COSMETIC = ("train.log_every", "train.threads", "train.recompute")  # settings that never change a run's result
 DIGITS = 6  # significant digits kept of every probed number (float64 noise is ~1e-15)
@@ -106,8 +111,6 @@ def behaviour(cfg: RunConfig) -> str:
 
 @lru_cache(maxsize=256)
 def _probe_hash(probe_settings: str) -> str:
-    from cod.train import Trainer  # the trainer imports this module
-
     cfg = run_config(json.loads(probe_settings))
     previous_dtype, previous_threads = torch.get_default_dtype(), torch.get_num_threads()
     rng_state, np_state = torch.get_rng_state(), np.random.get_state()
@@ -118,7 +121,7 @@ def _probe_hash(probe_settings: str) -> str:
             if cfg.vision.dataset != ImageSet.NONE:
                 cfg.vision.images_dir = str(_synthetic_images(Path(tmp) / "images", cfg.vision))
             out = Path(tmp) / "run"
-            trainer = Trainer(cfg, out, device="cpu", distributed=False, quiet=True, identify=False)
+            trainer = Trainer(cfg, out, device="cpu", distributed=False, quiet=True)
             final = trainer.fit()
             history = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
             weights = {name: _summary(p) for name, p in trainer.model.state_dict().items()}
@@ -197,4 +200,16 @@ def matches(record: Mapping[str, Any] | None, cfg: RunConfig) -> bool:
     base = base_digest(cfg)
     return (record.get("behaviour") == behaviour(cfg) and same_settings(record.get("settings", {}), cfg)
             and (base is None or record.get("base") == base))
+
+
+def is_complete(out: Path, cfg: RunConfig) -> bool:
+    """True when `out` holds a finished run (completed or diverged) that `cfg` would make now:
+    the same settings (`config.json`) and the same behaviour of the code."""
+    final, config = Path(out) / "final.json", Path(out) / "config.json"
+    if not final.exists() or not config.exists():
+        return False
+    result = json.loads(final.read_text())
+    record = {"settings": json.loads(config.read_text()), "behaviour": result.get("behaviour"),
+              "base": result.get("base")}
+    return matches(record, cfg)
 

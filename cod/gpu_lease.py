@@ -182,7 +182,7 @@ def peak_flops(name: str) -> float | None:
 
 def paper_config(experiment: str, variant: str, seed: int = 0, **changes: Any) -> dict[str, Any]:
     """The overrides of one run of the paper profile (params.yaml through yaml), with `changes`."""
-    from cod.params import load_params, resolve_runs
+    from cod.params import load_params, resolve_runs  # lazy: an import error (an older torch) fails this item only
 
     params = {**load_params(ROOT / "params.yaml"), "profile": "paper"}
     runs = [r for r in resolve_runs(experiment, params) if r.variant == variant]
@@ -220,9 +220,9 @@ def synthetic_tokens(cfg_overrides: dict[str, Any], folder: Path, train_tokens: 
 
 
 def trainer(overrides: dict[str, Any], out: Path, device: str):
-    from cod.train import Trainer
+    from cod.train import Trainer  # lazy: an import error (an older torch) fails this item only
 
-    return Trainer(run_config(overrides), out, device=device, distributed=False, quiet=True, identify=False)
+    return Trainer(run_config(overrides), out, device=device, distributed=False, quiet=True)
 
 
 @contextlib.contextmanager
@@ -296,7 +296,7 @@ def bf16_step(lease: Lease) -> dict:
 
 KILLED = """
 import os, signal, sys
-from cod import train
+from cod import run, train
 
 kill_at = int(os.environ["COD_KILL_AT_STEP"])
 log = train.Trainer._log
@@ -309,7 +309,7 @@ def _log(self, row):  # killed (SIGKILL) as soon as the run's row of step `kill_
 
 
 train.Trainer._log = _log
-sys.exit(train.main(sys.argv[1:]))
+sys.exit(run.main(sys.argv[1:]))
 """
 
 
@@ -329,11 +329,11 @@ def resume_after_kill(lease: Lease) -> dict:
         return subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=limit).returncode
 
-    codes = {"straight": run("-m", "cod.train", "--out", str(straight), *args),
+    codes = {"straight": run("-m", "cod.run", "--out", str(straight), *args),
              "killed": run("-c", KILLED, "--out", str(killed), *args)}
     was_killed = codes["killed"] == -signal.SIGKILL and (killed / "ckpt.pt").exists()
     history_at_kill = len((killed / "history.jsonl").read_text().splitlines()) if was_killed else None
-    codes["resumed"] = run("-m", "cod.train", "--out", str(killed), *args)
+    codes["resumed"] = run("-m", "cod.run", "--out", str(killed), *args)
     a, b = (json.loads((folder / "final.json").read_text()) for folder in (straight, killed))
     rows = [[json.loads(r) for r in (folder / "history.jsonl").read_text().splitlines()]
             for folder in (straight, killed)]
@@ -375,7 +375,7 @@ def compiled_equals_eager(lease: Lease) -> dict:
 
 def moe_dispatch(lease: Lease) -> dict:
     """The device's MoE dispatch (bf16 autocast) against expert by expert, same weights and tokens."""
-    from cod.model import MoE, Transformer
+    from cod.model import MoE, Transformer  # lazy: an import error (an older torch) fails this item only
 
     overrides = {"model.ffn": "moe", "model.d_model": 256, "model.n_heads": 4, "model.n_layers": 2,
                  "model.moe_experts": 16, "model.moe_top_k": 4, "model.moe_d_ff": 256, "model.moe_shared_expert": True,
@@ -453,7 +453,7 @@ def bench(lease: Lease, shapes: list[tuple[str, str]] | None = None) -> None:
 
 
 def measure(lease: Lease, overrides: dict[str, Any], compiled: bool, seconds: float) -> dict:
-    from cod.flops import flops_per_token
+    from cod.flops import flops_per_token  # lazy: an import error (an older torch) fails this item only
 
     if lease.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -494,7 +494,7 @@ def measure(lease: Lease, overrides: dict[str, Any], compiled: bool, seconds: fl
 
 def estimate(lease: Lease, label: str, overrides: dict[str, Any]) -> dict:
     """cod.memory's traced peak of the same step (fake tensors, on the CPU), against the measured ones."""
-    from cod.memory import training_peak
+    from cod.memory import training_peak  # lazy: an import error (an older torch) fails this item only
 
     estimated = training_peak(run_config({**overrides, "train.compile": False})) / 1e9
     measured = {way: lease.results["items"].get(f"{label} {way}", {}).get("peak_allocated_gb")
@@ -603,12 +603,12 @@ def science_steps(lease: Lease, experiment: str, vocab: int, corpus: dict[str, A
 
 
 def science_run(lease: Lease, overrides: dict[str, Any], name: str) -> dict:
-    from cod.train import Trainer
+    from cod.train import Trainer  # lazy: an import error (an older torch) fails this item only
 
     out = lease.folder / "science" / name
     cfg = run_config(overrides)
     t = Trainer(cfg, out, weights=lease.scratch / "weights" / name, name=name, device=lease.device,
-                distributed=False, quiet=False, identify=False)
+                distributed=False, quiet=False)
     t.deadline = time.monotonic() + max(5.0, lease.left() - 15.0)
     final = t.fit()
     history = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]

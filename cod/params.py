@@ -37,8 +37,8 @@ import yaml
 
 from cod import ROOT
 from cod.config import ConfigError, RunConfig, apply_overrides, run_config
+from cod.fingerprint import is_complete
 from cod.flops import flops_per_token
-from cod.train import is_complete
 
 PROFILES = ("smoke", "default", "headline", "paper")
 PROFILE_KEYS = ("jobs", "seeds", "max_seeds", "base", "sizes", "gpus_per_run", "experiments")
@@ -98,7 +98,7 @@ class Run:
         """The training command; on more than one GPU through torchrun (one process per GPU)."""
         settings = [f"{k}={json.dumps(v)}" for k, v in self.overrides.items()]
         torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(gpus)] if gpus > 1 else []
-        return [sys.executable, *torchrun, "-m", "cod.train", "--out", str(self.out), "--weights", str(self.weights),
+        return [sys.executable, *torchrun, "-m", "cod.run", "--out", str(self.out), "--weights", str(self.weights),
                 "--name", f"{self.experiment}/{self.name}", *settings]
 
 

@@ -1,7 +1,6 @@
 """Train one run: AdamW, warmup + cosine, clipping, per-layer statistics, exact resume.
 
-    python -m cod.train --out runs/demo/pre_ln_s0 model.norm=lns train.steps=200
-    torchrun --nproc_per_node 2 -m cod.train --out runs/demo/ddp ...   # DDP, same global batch
+    Trainer(cfg, out, identity=fingerprint.describe(cfg)).fit()   # what `python -m cod.run` does
 
 Memory and scale (train.*): `micro_batch` accumulates gradients over micro-batches (the step's
 loss and gradients equal one pass over the whole batch), `recompute` recomputes each block's
@@ -39,22 +38,12 @@ accuracies `val_acc` and `test_acc` (no perplexities).
 
 from __future__ import annotations
 
-import argparse
-import ast
-import dataclasses
-import inspect
-import io
 import json
 import math
 import os
-import shlex
 import signal
-import sys
 import time
-import tokenize
-import typing
 from contextlib import contextmanager, nullcontext
-from enum import StrEnum
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -64,13 +53,12 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from cod import fingerprint
-from cod.config import (ConfigError, ImageSet, OptimConfig, Parallel, Precision, RunConfig, run_config,
-                        run_config_from_dict)
+from cod.config import ConfigError, ImageSet, OptimConfig, Parallel, Precision, RunConfig, run_config_from_dict
 from cod.data.images import ImageBatches, load_images
 from cod.data.instructions import InstructionBatches
 from cod.data.loader import TokenBatches, eval_windows
 from cod.data.prepare import prepare_command
+from cod.eval.lm import load_tokenizer
 from cod.host import keep_freed_memory
 from cod.loss import IGNORE_INDEX
 from cod.model import Transformer
@@ -220,16 +208,18 @@ class Interrupted(KeyboardInterrupt):
 
 
 class Trainer:
-    """One run. `distributed=False` ignores torchrun's environment; `quiet` prints nothing and
-    `identify=False` records no fingerprint (both for the fingerprint's own probe runs)."""
+    """One run. `distributed=False` ignores torchrun's environment; `quiet` prints nothing;
+    `identity` (`cod.fingerprint.describe`) is recorded in checkpoints and final.json, and a
+    checkpoint resumes only under the identity it was written with (none: never)."""
 
     def __init__(self, cfg: RunConfig, out: Path, weights: Path | None = None, name: str | None = None,
-                 device: str | None = None, distributed: bool = True, quiet: bool = False, identify: bool = True):
+                 device: str | None = None, distributed: bool = True, quiet: bool = False,
+                 identity: dict | None = None):
         self.cfg, self.out = cfg, Path(out)
         self.weights = Path(weights) if weights else self.out
         self.name = name or self.out.name
         self.quiet = quiet
-        self.identity = fingerprint.describe(cfg) if identify else None
+        self.identity = identity
         self.dist = Dist(device, distributed)
         torch.set_num_threads(cfg.train.threads)
         keep_freed_memory()  # no page faults on every step's activations (cod.host)
@@ -249,8 +239,6 @@ class Trainer:
             self.batches = ImageBatches(self.images["train"], cfg.data.batch_size, cfg.seed,
                                         rank=self.dist.rank, world_size=self.dist.world_size)
         elif cfg.finetune.base:
-            from cod.eval.lm import load_tokenizer
-
             self.batches = InstructionBatches(cfg, load_tokenizer(dataset), self.dist.rank, self.dist.world_size)
         else:
             self.batches = TokenBatches(dataset / "train.bin", cfg.data.seq_len, cfg.data.batch_size, cfg.seed,
@@ -290,7 +278,7 @@ class Trainer:
             return model
         if not self.fsdp:
             return nn.parallel.DistributedDataParallel(model, broadcast_buffers=False)
-        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # lazy: seconds to import; FSDP only
 
         options = {}
         if self.cfg.train.precision == Precision.BF16:
@@ -343,6 +331,7 @@ class Trainer:
         on process 0 (every process must call; the others get empty dicts)."""
         if not self.fsdp:
             return self.model.state_dict(), self.optimizer.state_dict() if optimizer else None
+        # lazy: seconds to import; FSDP only
         from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
                                                              get_optimizer_state_dict)
 
@@ -359,6 +348,7 @@ class Trainer:
             if optimizer is not None:
                 self.optimizer.load_state_dict(optimizer)
             return
+        # lazy: seconds to import; FSDP only
         from torch.distributed.checkpoint.state_dict import (StateDictOptions, set_model_state_dict,
                                                              set_optimizer_state_dict)
 
@@ -401,7 +391,7 @@ class Trainer:
             self._say(f"starting from step 0 (no checkpoint at {path})")
             return False
         state, head = self.read_state(path, ("identity", "step", "tokens", "bad_checks", "rng", "wall_s"))
-        if not fingerprint.matches(head["identity"], self.cfg):
+        if self.identity is None or head["identity"] != self.identity:
             self._say("checkpoint belongs to other settings: starting afresh")
             return False
         self.load_full_state(state.get("model", {}), state.get("optimizer", {}))
@@ -701,48 +691,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def is_complete(out: Path, cfg: RunConfig) -> bool:
-    """True when `out` holds a finished run (completed or diverged) that `cfg` would make now:
-    the same settings (`config.json`) and the same behaviour of the code (`cod.fingerprint`)."""
-    final, config = Path(out) / "final.json", Path(out) / "config.json"
-    if not final.exists() or not config.exists():
-        return False
-    result = json.loads(final.read_text())
-    record = {"settings": json.loads(config.read_text()), "behaviour": result.get("behaviour"),
-              "base": result.get("base")}
-    return fingerprint.matches(record, cfg)
-
-
-# ----------------------------------------------------------------------------- command line
-
-
-def field_docs(cls: type) -> dict[str, str]:
-    """The trailing `# comment` of each field in the source of dataclass `cls`, by field name."""
-    source = inspect.getsource(cls)
-    comments = {token.start[0]: token.string.lstrip("#").strip()
-                for token in tokenize.generate_tokens(io.StringIO(source).readline)
-                if token.type == tokenize.COMMENT}
-    fields = [node for node in ast.parse(source).body[0].body if isinstance(node, ast.AnnAssign)]
-    return {node.target.id: comments.get(node.end_lineno, "") for node in fields}
-
-
-def describe_settings(cls: type = RunConfig, prefix: str = "") -> list[str]:
-    """Help lines for every setting under dataclass `cls`: its path, type (or choices), default and doc."""
-    hints, docs = typing.get_type_hints(cls), field_docs(cls)
-    leaves, sections = [], []
-    for f in dataclasses.fields(cls):
-        kind = hints[f.name]
-        if dataclasses.is_dataclass(kind):
-            sections += ["", f"{prefix}{f.name}: {kind.__doc__}", *describe_settings(kind, f"{prefix}{f.name}.")]
-            continue
-        choices = isinstance(kind, type) and issubclass(kind, StrEnum)
-        shown = "{" + ", ".join(kind) + "}" if choices else f.type
-        leaves += [f"  {prefix}{f.name}: {shown} = {f.default}", f"      {docs[f.name]}"]
-    return leaves + sections
-
-
-def settings_help() -> str:
-    return "\n".join(["settings (key.path=value; values are read as YAML):", *describe_settings()])
+# ----------------------------------------------------------------------------- signals
 
 
 @contextmanager
@@ -763,51 +712,3 @@ def stop_on_signals(trainer: Trainer) -> Iterator[None]:
         yield
     finally:
         restore()
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m cod.train", description=__doc__, epilog=settings_help(),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True, help="folder for config, history and final metrics")
-    parser.add_argument("--weights", help="folder for checkpoints and final weights (default: --out)")
-    parser.add_argument("--name", help="label of the progress lines (default: the folder name)")
-    parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
-    parser.add_argument("--force", action="store_true", help="train even if --out holds this finished run")
-    parser.add_argument("overrides", nargs="*", help="settings as key.path=value, e.g. model.norm=lns (listed below)")
-    args = parser.parse_args(argv)
-    name, command = args.name or Path(args.out).name, shlex.join([*parser.prog.split(), *argv])
-    try:
-        return train(args)
-    except Interrupted as stop:
-        print(f"[{name}] {stop}; resume with: {command}", file=sys.stderr, flush=True)
-        return 128 + stop.signum
-    except KeyboardInterrupt:  # before the steps began, or a second Ctrl-C
-        print(f"[{name}] stopped; `{command}` resumes from the last checkpoint, if any", file=sys.stderr, flush=True)
-        return 130
-
-
-def train(args: argparse.Namespace) -> int:
-    """Train the run of `main`'s arguments, stopping on SIGINT or SIGTERM (`stop_on_signals`)
-    in one process; the command's exit status."""
-    try:
-        cfg = run_config(args.overrides)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if not args.force and is_complete(Path(args.out), cfg):
-        print(f"[{args.name or Path(args.out).name}] already complete with these settings", flush=True)
-        return 0
-    try:
-        trainer = Trainer(cfg, Path(args.out), args.weights and Path(args.weights), args.name, args.device)
-    except FileNotFoundError as e:  # no prepared tokens: say which command makes them
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    with stop_on_signals(trainer) if trainer.dist.world_size == 1 else nullcontext():
-        trainer.fit()
-    trainer.dist.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

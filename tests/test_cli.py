@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cod import config, notebook, train
+from cod import config, notebook, run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize(
     "command, message",
     [
-        (["cod.train", "--out", "nowhere", "model.norm=rms"], "model.norm='rms' is not allowed; allowed: pre_ln, lns"),
+        (["cod.run", "--out", "nowhere", "model.norm=rms"], "model.norm='rms' is not allowed; allowed: pre_ln, lns"),
         (["cod.notebook", "no_such_notebook"], "notebook 'no_such_notebook' not found; available: a0_miniature"),
         (["cod.notebook", "a3_theory", "-p", "depth=4"], "notebook 'a3_theory' has no parameter 'depth'"),
     ],
@@ -38,7 +38,7 @@ def test_a_bad_setting_is_one_line_and_status_2(command, message):
 
 def test_train_help_lists_every_setting(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        train.main(["--help"])
+        run.main(["--help"])
     assert exit_info.value.code == 0
     shown = capsys.readouterr().out
     doc = re.search(r"^    norm: Norm = .*#\s*(.+)$", Path(config.__file__).read_text(), re.MULTILINE).group(1)

@@ -18,9 +18,9 @@ from cod.metrics.attention import attention_at_lengths
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.params import ROOT, Run, all_runs, load_params, profile_settings, resolve_runs, section_of
 from cod.plan import plan, tokens_per_parameter
+from cod.run import main as train_main
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
-from cod.train import main as train_main
 
 
 def smoke_params() -> dict:
@@ -265,7 +265,7 @@ def test_runs_side_by_side_get_a_gpu_each(tmp_path, monkeypatch, capsys, visible
         pair.wait()
         with lock:
             busy.remove(gpu)
-        assert command[1:3] == ["-m", "cod.train"]
+        assert command[1:3] == ["-m", "cod.run"]
         return subprocess.CompletedProcess(command, 0)
 
     monkeypatch.setattr(subprocess, "run", run)
@@ -281,7 +281,7 @@ def test_a_run_on_several_gpus_goes_through_torchrun(tmp_path, monkeypatch):
     assert len(started) == 4 and all(env["CUDA_VISIBLE_DEVICES"] == "0,1" for _, env in started)
     command = started[0][0]
     assert command[:8] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           "-m", "cod.train"]
+                           "-m", "cod.run"]
     params["profiles"]["smoke"]["gpus_per_run"] = 3
     with pytest.raises(ConfigError, match="profiles.smoke.gpus_per_run=3: more than the 2 GPUs visible; "
                                           "allowed: 1 to 2"):
@@ -294,7 +294,7 @@ def test_without_gpus_runs_train_as_before(tmp_path, monkeypatch):
     experiments.train("demo", params)
     runs = {run.name: run for run in resolve_runs("demo", params)}
     assert sorted(command for command, _ in started) == sorted([*run.command(), "--force"] for run in runs.values())
-    assert all(env is None and command[1:3] == ["-m", "cod.train"] for command, env in started)
+    assert all(env is None and command[1:3] == ["-m", "cod.run"] for command, env in started)
     params["profiles"]["smoke"]["gpus_per_run"] = 2
     with pytest.raises(ConfigError, match="gpus_per_run=2: more than the 0 GPUs visible; allowed: 1 to 1"):
         experiments.train("demo", params)

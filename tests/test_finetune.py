@@ -12,7 +12,8 @@ from cod.data.instructions import IGNORE, Example, InstructionBatches, encode_ex
 from cod.data.tasks import load_task, part_indices
 from cod.data.tokenizer import train_bpe
 from cod.eval.lm import TextEncoder
-from cod.train import Trainer, is_complete, main
+from cod.run import main
+from cod.train import Trainer
 from conftest import VOCAB, tiny_run
 
 SMALL_MIX = ["finetune.tasks=piqa,arc_easy", "finetune.items_per_task=24"]
@@ -110,7 +111,7 @@ def test_fine_tuning_starts_from_the_base_and_resumes_exactly(sft_tokens, tmp_pa
     assert all(torch.equal(fresh.model.state_dict()[k], base_state[k]) for k in base_state)
 
     assert main(["--out", str(tmp_path / "straight"), *overrides]) == 0
-    t = Trainer(cfg, tmp_path / "resumed")
+    t = Trainer(cfg, tmp_path / "resumed", identity=fingerprint.describe(cfg))
     t.out.mkdir(parents=True)
     t.load_base()
     while t.step < 6:
@@ -141,9 +142,9 @@ def test_a_retrained_base_makes_the_fine_tuned_run_stale(sft_tokens, tmp_path):
     overrides = tiny_run(sft_tokens, *SMALL_MIX, f"finetune.base={base}", "train.steps=4")
     assert main(["--out", str(tmp_path / "sft"), *overrides]) == 0
     cfg = run_config(overrides)
-    assert is_complete(tmp_path / "sft", cfg)
+    assert fingerprint.is_complete(tmp_path / "sft", cfg)
     pretrained(sft_tokens, tmp_path, "seed=1")  # the base is trained again, differently
-    assert not is_complete(tmp_path / "sft", cfg)
+    assert not fingerprint.is_complete(tmp_path / "sft", cfg)
 
 
 def test_bad_fine_tuning_settings_are_named_before_compute(sft_tokens, tmp_path, capsys):

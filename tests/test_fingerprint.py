@@ -10,7 +10,6 @@ from cod import fingerprint
 from cod.config import run_config
 from cod.model import Sublayer, SwiGLU
 from cod.params import all_runs, load_params
-from cod.train import is_complete
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +74,7 @@ def test_committed_runs_are_complete_under_the_current_code():
         params["profile"] = profile
         for run in all_runs(params, planned=False):
             if (run.out / "final.json").exists():
-                assert is_complete(run.out, run.config), f"{run.out} no longer matches its experiment"
+                assert fingerprint.is_complete(run.out, run.config), f"{run.out} no longer matches its experiment"
                 checked += 1
     assert checked > 0
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from conftest import tiny_run
-from cod import train
+from cod import run, train
 from cod.config import run_config
 from cod.loss import IGNORE_INDEX
 from cod.model import MoE, Transformer
@@ -24,7 +24,7 @@ def _trained(tokens, tmp_path, name, *extra, steps=3, batches=None):
     """A Trainer after `steps` optimiser steps (no files but its folder), its (loss, grad norm)
     per step and the gradients of its first step; `batches` replaces its data."""
     cfg = run_config(tiny_run(tokens, "train.stats_every=0", *extra))
-    trainer = Trainer(cfg, tmp_path / name, quiet=True, identify=False)
+    trainer = Trainer(cfg, tmp_path / name, quiet=True)
     if batches is not None:
         trainer.batches.batch = batches
     losses = []
@@ -71,7 +71,7 @@ def test_collectives_run_on_the_model_device(monkeypatch):
 
 def test_micro_batches_give_the_gradients_of_one_batch(tiny_tokens, tmp_path):
     """Uneven micro-batches (3 + 3 + 2 sequences) and ignored targets spread unevenly over them."""
-    reference = Trainer(run_config(tiny_run(tiny_tokens)), tmp_path / "data", quiet=True, identify=False).batches
+    reference = Trainer(run_config(tiny_run(tiny_tokens)), tmp_path / "data", quiet=True).batches
 
     def masked(step):
         x, y = reference.batch(step)
@@ -110,10 +110,12 @@ INTERRUPTED = """
 import sys
 from pathlib import Path
 from cod.config import run_config
+from cod.fingerprint import describe
 from cod.train import Trainer
 
 out, *overrides = sys.argv[1:]
-trainer = Trainer(run_config(overrides), Path(out), device="cpu", quiet=True)
+cfg = run_config(overrides)
+trainer = Trainer(cfg, Path(out), device="cpu", quiet=True, identity=describe(cfg))
 trainer.out.mkdir(parents=True, exist_ok=True)
 while trainer.step < 3:
     trainer.train_step()
@@ -128,7 +130,7 @@ RESUMED = """
 import os
 import sys
 import torch
-from cod import train
+from cod import run, train
 
 real_load = torch.load
 
@@ -139,7 +141,7 @@ def load(path, *args, **kwargs):  # FSDP: process 0 alone reads a checkpoint and
 
 
 train.torch.load = load
-sys.exit(train.main(sys.argv[1:]))
+sys.exit(run.main(sys.argv[1:]))
 """
 
 
@@ -157,7 +159,7 @@ def test_fsdp_with_two_processes_matches_one_process_and_resumes(tiny_tokens, tm
     resume reads the checkpoint on process 0 alone (the other gets its shards by broadcast: no
     process holds a second whole copy of model and AdamW state)."""
     overrides = tiny_run(tiny_tokens, "train.steps=6", "train.stats_every=3", "train.ckpt_every=3")
-    train.main(["--out", str(tmp_path / "single"), *overrides])
+    run.main(["--out", str(tmp_path / "single"), *overrides])
     sharded = [*overrides, "train.parallel=fsdp", "train.micro_batch=2", "train.recompute=true"]
     script = tmp_path / "interrupted.py"
     script.write_text(INTERRUPTED)
@@ -229,18 +231,72 @@ def test_fsdp_estimate_holds_a_shard_and_never_more_than_a_replica():
     assert sharded_peak(cfg, 8) < four
 
 
+# Settings of a run's memory shape along which its peak can only grow, the others held equal
+GROWING = ("model.d_model", "model.n_layers", "model.n_heads", "model.n_kv_heads", "model.d_ff", "model.vocab_size",
+           "model.max_seq_len", "model.moe_experts", "model.moe_top_k", "model.moe_d_ff", "data.seq_len",
+           "data.batch_size", "train.micro_batch")
+
+
+def _memory_settings(cfg) -> dict:
+    """The settings that decide a training step's memory (cod.memory.SHAPE, MoE's included), resolved."""
+    from cod.config import flatten
+    from cod.memory import SHAPE
+
+    settings = {k: v for k, v in flatten(cfg.to_dict()).items() if k.startswith((*SHAPE, "model.moe_", *GROWING))}
+    settings["model.n_kv_heads"] = settings["model.n_kv_heads"] or settings["model.n_heads"]
+    batch = settings["data.batch_size"]
+    settings["train.micro_batch"] = min(settings["train.micro_batch"] or batch, batch)
+    return settings
+
+
+def _within(small, large) -> bool:
+    """True when run `small` differs from run `large` only by smaller or equal GROWING settings: its
+    step holds the same tensors as large's, none larger, so its peak is no higher."""
+    a, b = _memory_settings(small), _memory_settings(large)
+    return a.keys() == b.keys() and all(
+        a[k] <= b[k] if k in GROWING and None not in (a[k], b[k]) else a[k] == b[k] for k in a)
+
+
+def test_within_orders_shapes_by_the_settings_that_grow_memory():
+    from cod.memory import training_peak
+
+    base = ["model.d_model=64", "model.n_layers=2", "model.n_heads=2", "data.batch_size=4", "data.seq_len=16"]
+    small, deeper, lns = (run_config(base + extra) for extra in ([], ["model.n_layers=3"], ["model.norm=lns"]))
+    assert _within(small, deeper) and not _within(deeper, small) and training_peak(small) < training_peak(deeper)
+    assert not _within(small, lns) and not _within(lns, small)  # another norm is another shape
+
+
+@pytest.mark.slow
 def test_every_paper_run_fits_one_80gb_gpu_or_eight_with_fsdp():
     """Every dense paper run fits one GPU; the paper's two large MoE models (6-8B parameters in
-    all) fit only sharded, by the FSDP estimate over one node's 8 GPUs."""
+    all) fit only sharded, by the FSDP estimate over one node's 8 GPUs.
+
+    Traced: the shapes no other shape contains (`_within`: as deep, wide and long or more, the same
+    architecture otherwise), 22 of the 51: the largest of each architecture, and every run's peak is at
+    most that of a traced shape containing it. The traces run in two processes (fake tensors are Python)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     from cod.params import load_params
     from cod.memory import SHARDS, distinct_shapes, fits, sharded_peak, state_bytes, training_peak
 
     shapes = distinct_shapes({**load_params(), "profile": "paper"})
     assert {"b_depth/d32", "a_350m/pre_ln", "a_130m/sandwich_ln", "b_recipe/moe"} <= shapes.keys()
-    too_big = {label: cfg for label, cfg in shapes.items()  # the states alone exceed a GPU, or the traced peak
-               if not fits(state_bytes(cfg)) or not fits(training_peak(cfg))}
-    assert set(too_big) == {"b_moe/moe", "b_recipe/moe"}
-    assert SHARDS == 8 and all(fits(sharded_peak(cfg)) for cfg in too_big.values())
+    too_big = {label for label, cfg in shapes.items() if not fits(state_bytes(cfg))}  # the states alone exceed a GPU
+    rest = {label: cfg for label, cfg in shapes.items() if label not in too_big}
+    traced = {label: cfg for label, cfg in rest.items()
+              if not any(_within(cfg, other) and not _within(other, cfg) for other in rest.values())}
+    assert {"a_350m/mix_ln", "b_depth/d32", "b_recipe/long_context", "b_moe/moe_small_shared"} <= traced.keys()
+    assert "b_depth/d16" not in traced and len(traced) < len(shapes) / 2
+    inside = {label: [t for t in traced if _within(cfg, traced[t])] for label, cfg in rest.items() if label not in traced}
+    assert all(inside.values()), [label for label, cover in inside.items() if not cover]
+    slowest_first = sorted(traced, key=lambda label: shapes[label].model.ffn != "moe")
+    with ProcessPoolExecutor(min(2, os.cpu_count() or 1), mp_context=multiprocessing.get_context("spawn")) as pool:
+        sharded = {label: pool.submit(sharded_peak, shapes[label]) for label in sorted(too_big)}
+        peaks = dict(zip(slowest_first, pool.map(training_peak, [traced[label] for label in slowest_first])))
+        sharded = {label: future.result() for label, future in sharded.items()}
+    assert too_big | {label for label, peak in peaks.items() if not fits(peak)} == {"b_moe/moe", "b_recipe/moe"}
+    assert SHARDS == 8 and all(fits(peak) for peak in sharded.values())
 
 
 # ----------------------------------------------------------------------------- what a GPU step waits for
@@ -269,7 +325,7 @@ def test_a_step_reads_nothing_back_per_micro_batch(tiny_tokens, tmp_path):
     """Loss, routing losses and gradient norm stay on the device through a step of three
     micro-batches (an MoE's): `fit` reads them back once per logged step."""
     cfg = run_config(tiny_run(tiny_tokens, "train.stats_every=0", "train.micro_batch=3", *MOE))
-    trainer = Trainer(cfg, tmp_path / "moe", quiet=True, identify=False)
+    trainer = Trainer(cfg, tmp_path / "moe", quiet=True)
     reads = _ReadBacks()
     with reads:
         loss, grad_norm = trainer.step_on_device()
@@ -297,7 +353,7 @@ def test_ddp_broadcasts_no_buffers_and_fsdp_gathers_bf16(tiny_tokens, tmp_path, 
     monkeypatch.setattr(fsdp, "fully_shard", fully_shard)
     for precision in ("bf16", "fp32"):
         t = Trainer(run_config(tiny_run(tiny_tokens, f"train.precision={precision}")), tmp_path / precision,
-                    quiet=True, identify=False)
+                    quiet=True)
         t.dist.world_size = 2
         t.fsdp = False
         t._distributed(t.model)
@@ -381,7 +437,7 @@ from cod.loss import IGNORE_INDEX
 from cod.train import Trainer
 
 out, *overrides = sys.argv[1:]
-trainer = Trainer(run_config(overrides), Path(out), device="cpu", quiet=True, identify=False)
+trainer = Trainer(run_config(overrides), Path(out), device="cpu", quiet=True)
 batch = trainer.batches.batch
 
 
@@ -427,10 +483,10 @@ COMPILED_FSDP = """
 import functools
 import sys
 import torch
-from cod import train
+from cod import run, train
 
 train.torch.compile = functools.partial(torch.compile, backend="aot_eager")  # inductor: minutes on a CPU
-sys.exit(train.main(sys.argv[1:]))
+sys.exit(run.main(sys.argv[1:]))
 """
 
 
@@ -441,7 +497,7 @@ def test_compiled_model_under_fsdp_trains_like_one_eager_process(tiny_tokens, tm
     gathered in bf16 (FSDP's MixedPrecisionPolicy), within bf16's rounding."""
     overrides = tiny_run(tiny_tokens, "train.steps=4", "train.stats_every=0", "train.ckpt_every=0",
                          f"train.precision={precision}")
-    train.main(["--out", str(tmp_path / "single"), *overrides])
+    run.main(["--out", str(tmp_path / "single"), *overrides])
     script = tmp_path / "compiled.py"
     script.write_text(COMPILED_FSDP)
     _torchrun(str(script), "--out", str(tmp_path / "fsdp"), "--device", "cpu", *overrides, "train.parallel=fsdp",

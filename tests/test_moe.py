@@ -12,7 +12,8 @@ from cod.metrics.causal import causal_scores
 from cod.metrics.effectiveness import analyse_layers
 from cod.metrics.stream import residual_stream
 from cod.model import MoE, SwiGLU, Transformer
-from cod.train import Trainer, main
+from cod.run import main
+from cod.train import Trainer
 
 VOCAB = 61
 
@@ -173,7 +174,7 @@ def test_aux_losses_reach_the_gradients_and_recompute_agrees(tiny_tokens, tmp_pa
     def router_after_one_step(*extra):
         cfg = run_config(tiny_run(tiny_tokens, "model.ffn=moe", "model.moe_experts=4", "train.stats_every=0",
                                   *extra))
-        t = Trainer(cfg, tmp_path / "r", quiet=True, identify=False)
+        t = Trainer(cfg, tmp_path / "r", quiet=True)
         t.train_step()
         assert set(t.routing_row()) == {"moe_balance_loss", "moe_z_loss", "moe_load"}
         return t.model.blocks[0].mlp.branch.router.weight.detach().clone()
@@ -181,8 +182,7 @@ def test_aux_losses_reach_the_gradients_and_recompute_agrees(tiny_tokens, tmp_pa
     plain = router_after_one_step()
     assert torch.equal(router_after_one_step("train.recompute=true"), plain)
     assert not torch.equal(router_after_one_step("model.moe_z_coef=10.0"), plain)
-    dense = Trainer(run_config(tiny_run(tiny_tokens, "train.stats_every=0")), tmp_path / "d", quiet=True,
-                    identify=False)
+    dense = Trainer(run_config(tiny_run(tiny_tokens, "train.stats_every=0")), tmp_path / "d", quiet=True)
     dense.train_step()
     assert dense.routing_row() == {}
 

@@ -43,7 +43,7 @@ RUN_ELSEWHERE = {
     "make plan": "tests/test_experiments.py (the plan of a profile)",
     "cod.data.snapshot": "tests/test_pipeline.py (snapshot, then dvc repro prepare)",
 }
-RUN_HERE = ("cod.train", "cod.notebook", "papermill")
+RUN_HERE = ("cod.run", "cod.notebook", "papermill")
 
 
 def default_vocab() -> int:
@@ -90,7 +90,7 @@ def _run(words: list[str], out: Path, data: Path, *extra: str) -> None:
     words = [sys.executable if w.endswith("/python") else w for w in words]
     words[words.index("--out") + 1] = str(out)
     if words[0] == "torchrun":
-        at = words.index("cod.train") + 1  # no GPU in the test: gloo on the CPU
+        at = words.index("cod.run") + 1  # no GPU in the test: gloo on the CPU
         words = [sys.executable, "-m", "torch.distributed.run", "--master_port", "29541", *words[1:at], "--device",
                  "cpu", *words[at:]]
     budget = ["train.steps=2", "data.batch_size=8", "train.ckpt_every=0", "train.stats_every=0",
@@ -103,7 +103,7 @@ def _run(words: list[str], out: Path, data: Path, *extra: str) -> None:
 
 def test_the_training_commands_run_as_written(pipeline_data, tmp_path):
     """No vocabulary override: the defaults must match what the pipeline prepares."""
-    train = commands("cod.train")
+    train = commands("cod.run")
     assert len(train) == 2
     for i, words in enumerate(train):
         _run(words, tmp_path / f"run{i}", pipeline_data)

@@ -15,9 +15,10 @@ import torch
 
 from conftest import tiny_run
 from cod.config import ConfigError, run_config
-from cod.fingerprint import TIMINGS
+from cod.fingerprint import TIMINGS, describe
 from cod.model import Transformer
-from cod.train import Trainer, lr_at, main, param_groups
+from cod.run import main
+from cod.train import Trainer, lr_at, param_groups
 
 
 def test_schedule_warms_up_then_decays_to_the_floor():
@@ -59,7 +60,7 @@ def test_interrupted_run_resumes_to_the_same_result(tiny_tokens, tmp_path):
     main(["--out", str(tmp_path / "straight"), *overrides])
 
     cfg = run_config(overrides)
-    t = Trainer(cfg, tmp_path / "resumed")
+    t = Trainer(cfg, tmp_path / "resumed", identity=describe(cfg))
     t.out.mkdir(parents=True)  # run 12 steps by hand, checkpoint, then "crash"
     while t.step < 12:
         t.train_step()
@@ -113,7 +114,7 @@ def test_ddp_with_two_processes_matches_one_process(tiny_tokens, tmp_path):
     main(["--out", str(tmp_path / "single"), *overrides])
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533",
-               "-m", "cod.train", "--out", str(tmp_path / "ddp"), "--device", "cpu", *overrides]
+               "-m", "cod.run", "--out", str(tmp_path / "ddp"), "--device", "cpu", *overrides]
     subprocess.run(command, check=True, env=env, capture_output=True, timeout=300)
     single = json.loads((tmp_path / "single" / "final.json").read_text())
     ddp = json.loads((tmp_path / "ddp" / "final.json").read_text())
@@ -129,8 +130,8 @@ def test_resume_reads_the_checkpoint_on_the_cpu_whatever_the_device(tiny_tokens,
     """A GPU run mapped its checkpoint onto the GPU, RNG state included, which torch.set_rng_state
     refuses (it takes a CPU ByteTensor): every resume on a GPU died. 'meta' stands in for the GPU,
     a device other than the CPU the checkpoint must not be mapped to."""
-    overrides = tiny_run(tiny_tokens, "train.stats_every=0")
-    t = Trainer(run_config(overrides), tmp_path / "r", quiet=True)
+    cfg = run_config(tiny_run(tiny_tokens, "train.stats_every=0"))
+    t = Trainer(cfg, tmp_path / "r", quiet=True, identity=describe(cfg))
     t.out.mkdir(parents=True)
     for _ in range(2):
         t.train_step()
@@ -138,7 +139,7 @@ def test_resume_reads_the_checkpoint_on_the_cpu_whatever_the_device(tiny_tokens,
     t.save_checkpoint()
     saved_rng = torch.get_rng_state()
     torch.manual_seed(123)
-    resumed = Trainer(run_config(overrides), tmp_path / "r", quiet=True)
+    resumed = Trainer(cfg, tmp_path / "r", quiet=True, identity=describe(cfg))
     resumed.dist.device = torch.device("meta")
     assert resumed.try_resume()
     assert resumed.step == 2 and torch.equal(torch.get_rng_state(), saved_rng)
@@ -149,7 +150,7 @@ def test_resume_reads_the_checkpoint_on_the_cpu_whatever_the_device(tiny_tokens,
 def test_finish_gathers_the_weights_alone(tiny_tokens, tmp_path):
     """finish() gathered the AdamW state (under FSDP, from every process) only to discard it."""
     cfg = run_config(tiny_run(tiny_tokens, "train.steps=2", "train.stats_every=0", "train.ckpt_every=0"))
-    t = Trainer(cfg, tmp_path / "r", quiet=True, identify=False)
+    t = Trainer(cfg, tmp_path / "r", quiet=True)
 
     def refuse():
         raise AssertionError("finish() asked for the optimiser state")
@@ -183,7 +184,7 @@ def test_reading_losses_back_per_logged_step_keeps_the_history(tiny_tokens, tmp_
                                                      "train.diverge_loss=6", "train.diverge_patience=1"))):
             cfg = run_config(tiny_run(tiny_tokens, "train.steps=12", "train.ckpt_every=0", *extra))
             out = tmp_path / f"{name}_{every_step}"
-            t = Trainer(cfg, out, quiet=True, identify=False)
+            t = Trainer(cfg, out, quiet=True)
             t.read_back_every_step = every_step
             final = t.fit()
             rows = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]
@@ -228,7 +229,7 @@ def test_a_signal_checkpoints_and_names_the_command_that_resumes(tiny_tokens, tm
     the saved step and its wall time adds to the earlier session's."""
     out = tmp_path / "r"
     settings = tiny_run(tiny_tokens, "train.steps=100000", "train.ckpt_every=0", "train.stats_every=0")
-    command = [sys.executable, "-m", "cod.train", "--out", str(out), *settings]
+    command = [sys.executable, "-m", "cod.run", "--out", str(out), *settings]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     start = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
@@ -237,7 +238,7 @@ def test_a_signal_checkpoints_and_names_the_command_that_resumes(tiny_tokens, tm
     first = torch.load(out / "ckpt.pt", weights_only=False)
     assert hint.startswith(f"[r] SIGINT at step {first['step']} of 100000: checkpoint in {out / 'ckpt.pt'}")
     resume = shlex.split(hint.split("resume with: ")[1])
-    assert resume[:3] == ["python", "-m", "cod.train"] and resume[3:] == command[3:]
+    assert resume[:3] == ["python", "-m", "cod.run"] and resume[3:] == command[3:]
     assert first["step"] >= 4 and first["wall_s"] >= 0.5
 
     lines, hint = _stopped(subprocess.Popen([sys.executable, *resume[1:]], **start), signal.SIGTERM,
@@ -253,7 +254,8 @@ def test_a_signal_checkpoints_and_names_the_command_that_resumes(tiny_tokens, tm
 
 def test_wall_time_adds_up_over_resumes(tiny_tokens, tmp_path):
     overrides = tiny_run(tiny_tokens, "train.steps=4", "train.stats_every=0")
-    t = Trainer(run_config(overrides), tmp_path / "r", quiet=True)
+    cfg = run_config(overrides)
+    t = Trainer(cfg, tmp_path / "r", quiet=True, identity=describe(cfg))
     t.out.mkdir(parents=True)
     t.train_step()
     t.step += 1

@@ -19,7 +19,8 @@ from cod import fingerprint
 from cod.config import ConfigError, ModelConfig, VisionConfig, run_config
 from cod.data import images as image_data
 from cod.data.images import ImageBatches, decode_idx, load_images, read_idx, write_idx
-from cod.train import Trainer, main
+from cod.run import main
+from cod.train import Trainer
 from cod.vision import VisionTransformer
 
 FASHION = VisionConfig(dataset="fashion_mnist")
@@ -153,7 +154,8 @@ def test_a_vit_learns_a_separable_set(separable, tmp_path):
 def test_an_interrupted_vit_run_resumes_to_the_same_result(separable, tmp_path):
     overrides = vit_run(separable, "train.steps=12", "train.ckpt_every=6")
     main(["--out", str(tmp_path / "straight"), *overrides])
-    t = Trainer(run_config(overrides), tmp_path / "resumed")
+    cfg = run_config(overrides)
+    t = Trainer(cfg, tmp_path / "resumed", identity=fingerprint.describe(cfg))
     t.out.mkdir(parents=True)  # 6 steps by hand, a checkpoint, then a "crash"
     while t.step < 6:
         t.train_step()
