@@ -1,21 +1,27 @@
-"""The whole pipeline at the smoke profile, in a throwaway copy of the repository: a full
-`dvc repro`, then what a fresh clone does: weights deleted, every notebook regenerated from the
-committed small files, and no training."""
+"""The whole pipeline at the smoke profile, in a throwaway copy of the repository: `dvc repro` of
+every stage that trains or measures, then what a fresh clone does: with the weights moved away,
+`cod.notebook --all` (`make notebooks`) executes every notebook stage from the small result files
+alone, and nothing trains. The weights then come back and `dvc status` is clean.
+
+Every notebook is executed once, as a fresh clone would: that one execution is what the tests of
+figures and claims read (executing all of them twice cost half of the suite's time)."""
 
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow  # the whole smoke pipeline: most of `make test` (README, "Tests")
+
 ROOT = Path(__file__).resolve().parent.parent
 COPIED = ["cod", "notebooks", "params.yaml", "dvc.yaml", "data.dvc", ".dvcignore", "pyproject.toml"]
-# This module's tests share one smoke repository and run in file order; the fresh-clone test,
-# which deletes the weights, comes last.
+WEIGHT_STAGES = ("train@", "finetune@", "analyse@", "train_headline@", "analyse_headline@")
 
 
 def _env() -> dict:
@@ -30,8 +36,18 @@ def _run(command: list[str], cwd: Path) -> str:
     return done.stdout
 
 
+def _stages(repo: Path) -> dict:
+    return yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
+
+
+def _notebook_stages(repo: Path) -> list[str]:
+    return [name for name, stage in _stages(repo).items() if "cod.notebook" in stage.get("cmd", "")]
+
+
 @pytest.fixture(scope="module")
 def smoke_repo(tmp_path_factory) -> Path:
+    """A copy of the repository at the smoke profile whose every training and measuring stage has run
+    (`dvc repro` of all but the notebook stages, which `fresh_clone` executes)."""
     repo = tmp_path_factory.mktemp("smoke")
     for name in COPIED:
         source = ROOT / name
@@ -51,18 +67,50 @@ def smoke_repo(tmp_path_factory) -> Path:
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     _run(["git", "init", "-q"], repo)
     _run([sys.executable, "-m", "cod.data.snapshot"], repo)
-    _run(["dvc", "repro"], repo)
+    notebooks = set(_notebook_stages(repo))
+    _run(["dvc", "repro", *(name for name in _stages(repo) if name not in notebooks)], repo)
     return repo
 
 
-def _notebook_stages(repo: Path) -> list[str]:
-    stages = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
-    return [name for name, stage in stages.items() if "cod.notebook" in stage.get("cmd", "")]
+@pytest.fixture(scope="module")
+def fresh_clone(smoke_repo, tmp_path_factory) -> dict:
+    """`make notebooks` as on a fresh clone, which has no weights: the trained smoke repository's
+    weights are moved away, every notebook stage is executed by `cod.notebook --all`, and what
+    that touched is recorded; then the weights come back."""
+    weights, aside = smoke_repo / "checkpoints", tmp_path_factory.mktemp("weights") / "checkpoints"
+    shutil.move(weights, aside)
+    results = {p: p.stat().st_mtime_ns for p in (smoke_repo / "runs").rglob("*.json*")}
+    results.update({p: p.stat().st_mtime_ns for p in (smoke_repo / "analyses").rglob("*.json")})
+    started = time.time_ns()
+    try:
+        _run([sys.executable, "-m", "cod.notebook", "--all"], smoke_repo)
+        record = {"trained": weights.exists(), "results": results, "started": started,
+                  "rewritten": {p for p, mtime in results.items() if p.stat().st_mtime_ns != mtime},
+                  "stale": json.loads(_run(["dvc", "status", "--json"], smoke_repo))}
+    finally:
+        if weights.exists():  # something trained (recorded above): the trained weights win
+            shutil.rmtree(weights)
+        shutil.move(aside, weights)
+    return record
 
 
-def test_every_notebook_stage_writes_its_figures_and_claims(smoke_repo):
+def test_a_fresh_clone_regenerates_every_notebook_without_training(smoke_repo, fresh_clone):
+    """No weights (a fresh clone has none): `make notebooks` executes every notebook stage from the
+    committed runs and analyses, trains nothing, and `dvc status` then names only the weights (the
+    stages that train or fine-tune them, and the analyses that read them)."""
+    assert not fresh_clone["trained"], "something trained"
+    assert fresh_clone["results"] and not fresh_clone["rewritten"], "a run or analysis was rewritten"
+    for name in _notebook_stages(smoke_repo):
+        executed = smoke_repo / "notebooks" / "executed" / "smoke" / f"{name}.ipynb"
+        assert executed.exists() and executed.stat().st_mtime_ns > fresh_clone["started"], name
+    stale = fresh_clone["stale"]
+    assert stale and all(name.startswith(WEIGHT_STAGES) for name in stale), stale
+    assert all("checkpoints/smoke" in json.dumps(changes) for changes in stale.values())
+
+
+def test_every_notebook_stage_writes_its_figures_and_claims(smoke_repo, fresh_clone):
     notebooks = _notebook_stages(smoke_repo)
-    assert {"a0_miniature", "a4_variance_dynamics", "b1_depth_scaling"} <= set(notebooks)
+    assert {"a0_miniature", "a4_variance_dynamics", "b1_depth_scaling", "claims"} <= set(notebooks)
     for name in notebooks:
         executed = smoke_repo / "notebooks" / "executed" / "smoke" / f"{name}.ipynb"
         assert executed.exists() and executed.with_suffix(".html").exists()
@@ -88,9 +136,11 @@ def test_runs_record_seed_and_settings(smoke_repo):
         assert json.loads((path.parent / "config.json").read_text())["model"]["n_layers"] == 4
 
 
-def test_changing_a_plot_parameter_does_not_retrain(smoke_repo):
+def test_changing_a_plot_parameter_does_not_retrain(smoke_repo, fresh_clone):
+    """With the weights back, everything is up to date; a plot parameter makes only its notebook stale."""
     params_path = smoke_repo / "params.yaml"
     original = params_path.read_text()
+    assert json.loads(_run(["dvc", "status", "--json"], smoke_repo)) == {}
     params = yaml.safe_load(original)
     params["notebooks"]["a4_variance_dynamics"]["shallow_layers"] = 2
     params_path.write_text(yaml.safe_dump(params, sort_keys=False))
@@ -99,25 +149,6 @@ def test_changing_a_plot_parameter_does_not_retrain(smoke_repo):
         assert set(json.loads(status)) == {"a4_variance_dynamics"}
     finally:
         params_path.write_text(original)
-
-
-def test_a_fresh_clone_regenerates_every_notebook_without_training(smoke_repo):
-    """No weights (a fresh clone has none): `make notebooks` re-executes every notebook stage from
-    the committed runs and analyses, trains nothing, and `dvc status` then names only the weights
-    (the stages that train or fine-tune them, and the analyses that read them)."""
-    shutil.rmtree(smoke_repo / "checkpoints")
-    results = {p: p.stat().st_mtime_ns for p in (smoke_repo / "runs").rglob("*.json*")}
-    results.update({p: p.stat().st_mtime_ns for p in (smoke_repo / "analyses").rglob("*.json")})
-    notebooks = _notebook_stages(smoke_repo)
-    executed = {name: smoke_repo / "notebooks" / "executed" / "smoke" / f"{name}.ipynb" for name in notebooks}
-    before = {name: path.stat().st_mtime_ns for name, path in executed.items()}
-    _run([sys.executable, "-m", "cod.notebook", "--all"], smoke_repo)
-    assert not (smoke_repo / "checkpoints").exists(), "something trained"
-    assert {p: p.stat().st_mtime_ns for p in results} == results, "a run or analysis was rewritten"
-    assert all(executed[name].stat().st_mtime_ns > before[name] for name in notebooks)
-    stale = json.loads(_run(["dvc", "status", "--json"], smoke_repo))
-    assert stale and all(name.startswith(("train@", "finetune@", "analyse@", "train_headline@", "analyse_headline@")) for name in stale), stale
-    assert all("checkpoints/smoke" in json.dumps(changes) for changes in stale.values())
 
 
 def test_notebook_runner_refuses_unknown_parameters(smoke_repo):
