@@ -69,6 +69,7 @@ def smoke_repo(tmp_path_factory) -> Path:
     _run([sys.executable, "-m", "cod.data.snapshot"], repo)
     notebooks = set(_notebook_stages(repo))
     _run(["dvc", "repro", *(name for name in _stages(repo) if name not in notebooks)], repo)
+    assert not (repo / "notebooks" / "executed").exists(), "a stage that is no notebook made dvc repro execute one"
     return repo
 
 
