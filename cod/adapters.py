@@ -105,6 +105,7 @@ class HFDecoder(_Adapter):
         return self.base.embed_tokens(idx)  # Gemma's embedding module applies its sqrt(D) scale
 
     def _context(self, x: torch.Tensor) -> dict:
+        # lazy: transformers takes seconds to import, and the trainer imports this module (cod.eval.lm)
         from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
         positions = torch.arange(x.shape[1], device=x.device).unsqueeze(0)

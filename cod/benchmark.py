@@ -73,9 +73,12 @@ import time
 
 import torch
 
+from cod.analysis import analysis_settings
 from cod.config import ModelConfig, OptimConfig
 from cod.flops import flops_per_token, step_products
 from cod.host import keep_freed_memory
+from cod.interop import to_hf_llama
+from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
 from cod.params import load_params
 
@@ -115,8 +118,6 @@ class Worker:
         self.impl, cfg = impl, ModelConfig(**shape["model"])
         model = Transformer(cfg)
         if impl == "hf":
-            from cod.interop import to_hf_llama
-
             model = to_hf_llama(model).train()
         self.model = model.to(self.device)
         o = OptimConfig()
@@ -283,9 +284,6 @@ def compare(shape: dict, args: argparse.Namespace) -> dict:
 def analysis_seconds(n_layers: int, analysis: str = "a_250m") -> dict[str, float]:
     """Seconds per score of `analyse_layers` on a freshly initialised model of the deepest
     default shape with `n_layers` blocks, at the token counts of analysis `analysis`, one thread."""
-    from cod.analysis import analysis_settings
-    from cod.metrics.effectiveness import analyse_layers
-
     params = load_params()
     params["profile"] = "default"
     spec = analysis_settings(analysis, params)

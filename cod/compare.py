@@ -16,10 +16,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from cod.config import run_config_from_dict
 from cod.data.loader import open_tokens
+from cod.plots import paper_axis
+from cod.results import load_final
 
 
 def unigram_perplexity(dataset_dir: str | Path, eval_tokens: int | None = None) -> float:
@@ -34,8 +38,6 @@ def unigram_perplexity(dataset_dir: str | Path, eval_tokens: int | None = None) 
 
 def failure_line(runs_root: str | Path, experiment: str) -> float:
     """`unigram_perplexity` of the dataset and evaluation length the runs of `experiment` used."""
-    from cod.config import run_config_from_dict
-
     config = next((Path(runs_root) / experiment).glob("*/config.json"), None)
     if config is None:
         raise FileNotFoundError(f"no finished run in {Path(runs_root) / experiment}")
@@ -88,8 +90,6 @@ def cell(values: pd.Series, raw: pd.Series | None = None, digits: int = 1, faile
 def load_sweep(experiments: dict[str, str], runs_root: str | Path, chance_ppl: float) -> pd.DataFrame:
     """Final results of several experiments ({size label: experiment}) in one table with a
     `size` column, `failed` and `ppl` marked; an experiment with no finished run is left out."""
-    from cod.results import load_final
-
     tables = []
     for size, experiment in experiments.items():
         if not (Path(runs_root) / experiment).exists():
@@ -123,10 +123,6 @@ def ppl_dots(ax, sweep: pd.DataFrame, rows: dict[str, str], paper: pd.Series | N
     values (`paper`, by label) go on their own axis (`cod.plots.paper_axis`); one above 1000 or
     not a number (a diverged run) is left off that axis and written as 'paper: diverged' in the
     top band."""
-    import matplotlib.pyplot as plt
-
-    from cod.plots import paper_axis
-
     x = np.arange(len(rows))
     notes = [[] for _ in rows]
     for i, (color, variant) in enumerate(zip(plt.cm.tab10.colors, rows.values())):

@@ -144,7 +144,7 @@ def _rope_from_hf(hf_config) -> dict:
 def hf_config_from(cfg: ModelConfig):
     """A Hugging Face config computing what our Pre-LN model computes: a LlamaConfig, or a
     Qwen2Config when the model has q/k/v biases."""
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # lazy: transformers takes seconds to import; only exports need it
 
     _check_exportable(cfg)
     resolved = dataclasses.replace(cfg, n_kv_heads=cfg.kv_heads, d_ff=cfg.ffn_width)
@@ -185,7 +185,7 @@ def from_hf_llama(hf_model, **overrides) -> Transformer:
 def to_hf_llama(model: Transformer):
     """A Hugging Face LlamaForCausalLM (Qwen2ForCausalLM with q/k/v biases) with the weights
     of our Pre-LN Transformer."""
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM  # lazy: transformers takes seconds to import; only exports need it
 
     hf_model = AutoModelForCausalLM.from_config(hf_config_from(model.cfg))
     with torch.no_grad():

@@ -38,9 +38,12 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from cod.config import ImageSet, Norm, Precision, RunConfig
 from cod import loss
+from cod.config import ImageSet, Norm, Precision, RunConfig, flatten
 from cod.model import MoE, Transformer
+from cod.params import PROFILES, all_runs, load_params
+from cod.train import Recomputed, adamw  # the trainer's own optimiser and recomputation
+from cod.vision import VisionTransformer
 
 GPU_BYTES = 80 * 10**9  # an 80 GB H100 or A100
 MARGIN = 0.15  # share of the GPU left for the CUDA context, workspaces and fragmentation
@@ -84,8 +87,6 @@ class LiveStorages(TorchDispatchMode):
 def training_peak(cfg: RunConfig, world_size: int = 1) -> int:
     """Peak bytes on one process of `world_size` (DDP) in a training step of run `cfg`, AdamW's
     state included."""
-    from cod.train import Recomputed, adamw  # the trainer's own optimiser and recomputation
-
     per_process = cfg.data.batch_size // world_size
     micro = cfg.train.micro_batch or per_process
     steps = min(2, -(-per_process // micro))  # later micro-steps repeat the second's peak
@@ -127,8 +128,6 @@ def sharded_peak(cfg: RunConfig, world_size: int = SHARDS) -> int:
 
 def _model(cfg: RunConfig) -> Transformer:
     """The run's model (made of fake tensors under FakeTensorMode)."""
-    from cod.vision import VisionTransformer
-
     shape = cfg.model
     if shape.norm == Norm.ADMIN:  # its initialisation profiles real activations; its memory is Post-LN's
         shape = dataclasses.replace(shape, norm=Norm.POST_LN)
@@ -179,9 +178,6 @@ SHAPE = ("model.d_", "model.n_", "model.vocab_size", "model.tie_embeddings", "mo
 def distinct_shapes(params: dict) -> dict[str, RunConfig]:
     """One run's config per distinct memory shape of the active profile's trained runs, by
     experiment/variant."""
-    from cod.config import flatten
-    from cod.params import all_runs
-
     shapes = {}
     for run in all_runs(params, planned=False):
         cfg = run.config
@@ -191,8 +187,6 @@ def distinct_shapes(params: dict) -> dict[str, RunConfig]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cod.params import PROFILES, load_params
-
     parser = argparse.ArgumentParser(prog="python -m cod.memory", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("profile", choices=PROFILES, help="the profile of params.yaml to size")

@@ -11,12 +11,17 @@ steps. Planned runs (params.yaml `planned:`) are costed by the settings this cod
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import sys
 from typing import Any
 
-from cod.config import RunConfig
+import torch
+
+from cod.benchmark import measure
+from cod.config import RunConfig, run_config_from_dict
+from cod.model import Transformer
 from cod.params import ROOT, Run, all_runs, profile_settings
 
 MAX_TIMED_PARAMS = 5e7  # larger shapes are not timed on a CPU (the paper profile): cost unknown here
@@ -34,8 +39,6 @@ def shape_key(cfg: RunConfig) -> tuple:
 
 def measured_speeds(profile: str) -> dict[tuple, float]:
     """Median training tokens/s of the profile's finished runs, per shape (they ran side by side)."""
-    from cod.config import run_config_from_dict
-
     speeds: dict[tuple, list[float]] = {}
     for final in (ROOT / "runs" / profile).glob("*/*/final.json"):
         result = json.loads(final.read_text())
@@ -48,12 +51,6 @@ def measured_speeds(profile: str) -> dict[tuple, float]:
 def time_steps(cfg: RunConfig, steps: int = 8) -> float:
     """Training tokens/s of `cfg`'s shape on one CPU thread (`cod.benchmark.measure`), leaving
     this process's thread count and random state as they were."""
-    import dataclasses
-
-    import torch
-
-    from cod.benchmark import measure
-
     threads, rng = torch.get_num_threads(), torch.get_rng_state()
     try:
         shape = {"model": dataclasses.asdict(cfg.model), "batch": cfg.data.batch_size, "seq": cfg.data.seq_len}
@@ -73,10 +70,6 @@ def run_seconds(run: Run, speeds: dict[tuple, float], measured: set[tuple] = fro
     cfg = run.shape_config
     key = shape_key(cfg)
     if key not in speeds:
-        import torch
-
-        from cod.model import Transformer
-
         with torch.device("meta"):
             size = Transformer(cfg.model).num_params()
         speeds[key] = SIDE_BY_SIDE * time_steps(cfg) if size <= MAX_TIMED_PARAMS else float("nan")
@@ -91,10 +84,6 @@ def run_seconds(run: Run, speeds: dict[tuple, float], measured: set[tuple] = fro
 
 
 def tokens_per_parameter(run: Run) -> float:
-    import torch
-
-    from cod.model import Transformer
-
     cfg = run.shape_config
     with torch.device("meta"):
         params = Transformer(cfg.model).num_params(embeddings=False)

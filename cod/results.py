@@ -12,6 +12,8 @@ from typing import Any
 
 import pandas as pd
 
+from cod.config import run_config_from_dict
+
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "beyond reach", "holds", "holds loosely", "fails")
 CLAIM_KEYS = ("id", "paper", "item", "claim", "source", "paper_value", "ours", "verdict", "profile")
 
@@ -103,10 +105,8 @@ def save_claims(figures_dir: str | Path, claims: list[dict[str, Any]]) -> Path:
 
 def load_model(path: str | Path):
     """The trained Transformer saved at `path` (a run's model.pt) and its config, in eval mode."""
-    import torch
-
-    from cod.config import run_config_from_dict
-    from cod.model import Transformer
+    import torch  # lazy: seconds to import; the tables and claims here are read without it (cod.site)
+    from cod.model import Transformer  # lazy: imports torch
 
     path = Path(path)
     if not path.exists():

@@ -30,21 +30,26 @@ def module_path(module: str) -> Path:
     return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
-def cod_imports(source: str, package: str = "cod") -> set[str]:
-    """The `cod` modules a piece of Python imports at module level (`from cod import plots` counts
-    cod.plots; a relative import is resolved against `package`)."""
+def imported(node: ast.Import | ast.ImportFrom, package: str = "cod") -> set[str]:
+    """The `cod` modules one import statement names (`from cod import plots` names cod.plots; a
+    relative import is resolved against `package`)."""
     found = set()
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "cod"}
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if node.level:
-                module = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [module])])
-            if module.split(".")[0] == "cod":
-                found.add(module)
-                found |= {f"{module}.{alias.name}" for alias in node.names if module_path(f"{module}.{alias.name}").exists()}
+    if isinstance(node, ast.Import):
+        found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "cod"}
+    else:
+        module = node.module or ""
+        if node.level:
+            module = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], *filter(None, [module])])
+        if module.split(".")[0] == "cod":
+            found.add(module)
+            found |= {f"{module}.{alias.name}" for alias in node.names if module_path(f"{module}.{alias.name}").exists()}
     return {m for m in found if module_path(m).exists()}
+
+
+def cod_imports(source: str, package: str = "cod") -> set[str]:
+    """The `cod` modules a piece of Python imports at module level (`imported`)."""
+    return {module for node in ast.parse(source).body if isinstance(node, (ast.Import, ast.ImportFrom))
+            for module in imported(node, package)}
 
 
 @functools.cache

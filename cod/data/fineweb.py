@@ -41,7 +41,7 @@ def builder_for(files: Sequence[Path]) -> str:
 
 def open_hub(name: str = HUB_CONFIG):
     """The dataset streamed from the Hub; `Unavailable`, saying how to provide it, when the Hub cannot be reached."""
-    from datasets import load_dataset  # deferred: importing datasets takes seconds
+    from datasets import load_dataset  # lazy: datasets takes seconds to import, and the trainer imports this module
 
     try:
         return load_dataset(HUB_DATASET, name=name, split="train", streaming=True)
@@ -63,7 +63,7 @@ def iter_documents(
     network access; documents without an `id` column are numbered.
     """
     if data_files:
-        from datasets import load_dataset
+        from datasets import load_dataset  # lazy: as in open_hub
 
         paths = [str(p) for p in data_files]
         dataset = load_dataset(builder_for(list(map(Path, paths))), data_files=paths, split="train", streaming=True)

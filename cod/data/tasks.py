@@ -176,7 +176,7 @@ def _docs(name: str) -> tuple[dict, ...]:
     if relative.endswith(".gz"):
         with gzip.open(found[0], "rt", encoding="utf-8") as f:
             return tuple(json.loads(line) for line in f)
-    import datasets
+    import datasets  # lazy: datasets takes seconds to import, and cod.config imports this module
 
     return tuple(doc for folder in found for doc in datasets.load_from_disk(str(folder)))
 

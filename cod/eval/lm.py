@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 import torch
+from tokenizers import Tokenizer
 from torch import nn
 
 from cod.adapters import HFEncoder, as_layer_model
@@ -25,8 +26,6 @@ EOT = "<|endoftext|>"
 
 def load_tokenizer(path: str | Path):
     """A `tokenizers.Tokenizer` from a tokenizer.json file or a folder holding one."""
-    from tokenizers import Tokenizer
-
     path = Path(path)
     path = path / "tokenizer.json" if path.is_dir() else path
     if not path.is_file():

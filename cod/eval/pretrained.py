@@ -38,7 +38,9 @@ from typing import BinaryIO, Callable
 import torch
 
 from cod import ROOT
+from cod.adapters import as_layer_model
 from cod.data import packages
+from cod.interop import ConversionError, from_hf_llama
 
 CACHE = ROOT / ".cache" / "models"
 CHUNK = 1 << 20  # bytes read at a time when hashing and concatenating
@@ -122,7 +124,7 @@ def _weights(spec: Pretrained, scratch: Path | None = None) -> Path:
 
 
 def _from_gguf(path: Path, out: Path) -> None:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: seconds to import, for these models only
 
     for module, pip in (("gguf", "pip install gguf"), ("accelerate", "pip install accelerate")):
         if importlib.util.find_spec(module) is None:
@@ -163,7 +165,7 @@ def load_pretrained(name: str, cache_dir: str | Path = CACHE):
     if name not in PRETRAINED:
         raise ValueError(f"pretrained model {name!r} unknown; allowed: {', '.join(PRETRAINED)}")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer  # lazy: reads HF_HUB_OFFLINE set above
 
     spec = PRETRAINED[name]
     if spec.form == "safetensors":
@@ -178,9 +180,6 @@ def load_layered(name: str, cache_dir: str | Path = CACHE):
     """(model behind the layer protocol, tokenizer) for a model of `PRETRAINED`: converted into our
     Transformer when it converts exactly (SmolLM2, Qwen2.5), else the Hugging Face modules behind
     `cod.adapters.as_layer_model` (Gemma-3's sliding windows, the encoders)."""
-    from cod.adapters import as_layer_model
-    from cod.interop import ConversionError, from_hf_llama
-
     hf, tokenizer = load_pretrained(name, cache_dir)
     if PRETRAINED[name].kind == "decoder":
         try:
