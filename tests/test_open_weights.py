@@ -85,7 +85,7 @@ def test_settings_are_checked():
 def test_every_score_is_stored_and_reloaded(repo, monkeypatch):
     torch.manual_seed(0)
     model = Transformer(ModelConfig(vocab_size=27, d_model=16, n_layers=3, n_heads=2, max_seq_len=16)).eval()
-    monkeypatch.setattr(cod.eval.pretrained, "load_layered", lambda name: (model, CharTokenizer()))
+    monkeypatch.setattr(cod.analysis, "load_layered", lambda name: (model, CharTokenizer()))
     cod.analysis.analyse_open("tiny", {"profile": "smoke", "open_weights": SETTINGS})
     folder = repo / "analyses" / "smoke" / "open_weights" / "tiny"
     assert not (folder / "jacobians.npz").exists()  # the matrices of real widths are too large for git
