@@ -5,7 +5,8 @@
 
 A run whose --out already holds its finished result under the same identity (settings and
 behaviour of the code) is not trained again unless --force; an interrupted one resumes from a
-checkpoint written under the same identity. The trainer (`cod.train`):
+checkpoint written under the same identity. --help adds the trainer's description (`cod.train`)
+and every setting.
 """
 
 from __future__ import annotations
