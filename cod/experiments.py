@@ -3,6 +3,7 @@
     python -m cod.experiments plan                          # every run of the profile: done, to train, cost (cod.plan)
     python -m cod.experiments list a_130m                   # one experiment's runs and their settings
     python -m cod.experiments train a_130m                  # what DVC's train@NAME stage runs
+    python -m cod.experiments train a_130m --variants pre_ln,lns   # only these variants, every seed
     python -m cod.experiments prepare                       # token arrays the profile needs
 
 Each run is a separate `python -m cod.run` process with one thread: on a CPU two
@@ -105,10 +106,17 @@ class GPUs:
                 self.free.put(gpu)
 
 
-def train(experiment: str, params: dict[str, Any], jobs: int | None = None) -> None:
-    """Train every run of `experiment` that lacks a matching result or its weights, `jobs` at a time
-    (on GPUs: at most one run per `gpus_per_run` visible GPUs); raise if any crashed."""
+def train(experiment: str, params: dict[str, Any], jobs: int | None = None, variants: list[str] | None = None) -> None:
+    """Train every run of `experiment` (of `variants` only, when given) that lacks a matching result
+    or its weights, `jobs` at a time (on GPUs: at most one run per `gpus_per_run` visible GPUs);
+    raise if any crashed."""
     runs = resolve_runs(experiment, params)
+    if variants is not None:
+        unknown = sorted(set(variants) - {run.variant for run in runs})
+        if unknown:
+            raise ConfigError(f"--variants {','.join(unknown)}: not variants of {experiment} under profile "
+                              f"{params['profile']!r}; allowed: {', '.join(dict.fromkeys(run.variant for run in runs))}")
+        runs = [run for run in runs if run.variant in variants]
     for run in runs:
         dataset = ROOT / run.config.data.dataset_dir / "train.bin"
         if run.config.vision.dataset == ImageSet.NONE and not dataset.exists():
@@ -136,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["plan", "list", "train", "prepare"])
     parser.add_argument("experiment", nargs="?", help="experiment name from params.yaml")
     parser.add_argument("--jobs", type=int, help="runs side by side (default: the profile's jobs)")
+    parser.add_argument("--variants", type=lambda text: text.split(","),
+                        help="train: only these variants (comma-separated), every seed of each")
     parser.add_argument("--runs", choices=["todo", "all"], help="plan: also one line per run to train, or per run")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     parser.add_argument("--profile", choices=PROFILES, help="the profile to use (default: params.yaml's)")
@@ -153,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         for run in resolve_runs(args.experiment, params):
             print(run.name, run.status(), json.dumps(run.overrides))
     else:
-        train(args.experiment, params, args.jobs)
+        train(args.experiment, params, args.jobs, args.variants)
     return 0
 
 

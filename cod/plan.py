@@ -3,9 +3,11 @@
     python -m cod.experiments plan [--runs todo|all]
 
 A run's cost is its tokens over the tokens/s of its shape, plus start-up and final evaluation.
-The speed of a shape is the median of the profile's finished runs of that shape (they trained
-two side by side, as the pipeline does); a shape nobody has trained yet is timed here for a few
-steps. Planned runs (params.yaml `planned:`) are costed by the settings this code knows, and a
+The speed of a shape is the fastest of the profile's finished runs of that shape (they trained
+two side by side, as the pipeline does, and any further load on the machine only slowed them);
+a shape nobody has trained yet takes the speed of a measured shape of the same width and
+vocabulary, scaled by their training FLOPs per token (`cod.flops`), and failing that is timed
+here for a few steps (alone, so a loaded machine makes the estimate pessimistic). Planned runs (params.yaml `planned:`) are costed by the settings this code knows, and a
 `cost_factor` for what it does not (an MoE step).
 """
 
@@ -13,14 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import statistics
 import sys
 from typing import Any
 
 import torch
 
 from cod.benchmark import measure
-from cod.config import RunConfig, run_config_from_dict
+from cod.config import FFN, RunConfig, run_config_from_dict
+from cod.flops import flops_per_token
 from cod.model import Transformer
 from cod.params import ROOT, Run, all_runs, profile_settings
 
@@ -38,14 +40,15 @@ def shape_key(cfg: RunConfig) -> tuple:
 
 
 def measured_speeds(profile: str) -> dict[tuple, float]:
-    """Median training tokens/s of the profile's finished runs, per shape (they ran side by side)."""
+    """The fastest training tokens/s of the profile's finished runs, per shape (they ran side by
+    side; other load on the machine only slows a run, so the fastest is the shape's own speed)."""
     speeds: dict[tuple, list[float]] = {}
     for final in (ROOT / "runs" / profile).glob("*/*/final.json"):
         result = json.loads(final.read_text())
         if result.get("tokens_per_s") and result.get("device") == "cpu":
             cfg = run_config_from_dict(json.loads((final.parent / "config.json").read_text()))
             speeds.setdefault(shape_key(cfg), []).append(result["tokens_per_s"])
-    return {key: statistics.median(values) for key, values in speeds.items()}
+    return {key: max(values) for key, values in speeds.items()}
 
 
 def time_steps(cfg: RunConfig, steps: int = 8) -> float:
@@ -60,19 +63,45 @@ def time_steps(cfg: RunConfig, steps: int = 8) -> float:
         torch.set_rng_state(rng)
 
 
-def run_seconds(run: Run, speeds: dict[tuple, float], measured: set[tuple] = frozenset()) -> float | None:
+def scaled_speed(cfg: RunConfig, speeds: dict[tuple, float], measured: set[tuple]) -> float | None:
+    """Tokens/s of a dense shape from the fastest measured dense shape of the same width, vocabulary
+    and tokens a step, times the ratio of their training FLOPs per token (more layers, a longer
+    sequence or fewer KV heads); None when no such shape was measured."""
+    m, d = cfg.model, cfg.data
+    if m.ffn == FFN.MOE:
+        return None
+    same = [key for key in measured if key[0] == m.d_model and key[5] == m.vocab_size
+            and key[6] == str(m.ffn) and key[7] * key[8] == d.seq_len * d.batch_size]
+    if not same:
+        return None
+    best = max(same, key=lambda key: speeds[key])
+    _, layers, heads, kv_heads, ffn_width, _, _, seq_len, _ = best
+    reference = dataclasses.replace(m, n_layers=layers, n_heads=heads, n_kv_heads=kv_heads, d_ff=ffn_width)
+    return speeds[best] * flops_per_token(reference, seq_len) / flops_per_token(m, d.seq_len)
+
+
+def timed_speed(cfg: RunConfig) -> float:
+    """Tokens/s of `cfg`'s shape timed here beside nothing (NaN for shapes too large for a CPU)."""
+    with torch.device("meta"):
+        size = Transformer(cfg.model).num_params()
+    return SIDE_BY_SIDE * time_steps(cfg) if size <= MAX_TIMED_PARAMS else float("nan")
+
+
+def run_seconds(run: Run, speeds: dict[tuple, float], measured: set[tuple] = frozenset(),
+                sources: dict[tuple, str] | None = None) -> float | None:
     """Estimated single-core seconds to train `run` from scratch, start-up and final evaluation
     included; None when the shape is too large to time here.
 
     `speeds` holds tokens/s per shape (`measured_speeds`, which already include the per-layer
     statistics logged during training); a shape missing from it is timed now and its statistics
-    passes are added."""
+    passes are added; `sources` records how (scaled by FLOPs or timed now)."""
+    sources = {} if sources is None else sources
     cfg = run.shape_config
     key = shape_key(cfg)
     if key not in speeds:
-        with torch.device("meta"):
-            size = Transformer(cfg.model).num_params()
-        speeds[key] = SIDE_BY_SIDE * time_steps(cfg) if size <= MAX_TIMED_PARAMS else float("nan")
+        scaled = scaled_speed(cfg, speeds, measured)
+        speeds[key] = scaled or timed_speed(cfg)
+        sources[key] = "scaled by FLOPs" if scaled else "timed now"
     speed, t = speeds[key], cfg.train
     if speed != speed:
         return None
@@ -97,14 +126,14 @@ def plan(params: dict[str, Any], show_runs: str | None = None, out=sys.stdout) -
     or "all" (also every run)."""
     profile, jobs = params["profile"], profile_settings(params).get("jobs", 1)
     speeds = measured_speeds(profile)
-    measured = set(speeds)
+    measured, sources = set(speeds), {}
     runs = all_runs(params)
     rows: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
         rows.setdefault((run.planned or "now", run.experiment), []).append(run)
     print(f"profile {profile}: {len(runs)} runs, {jobs} side by side. Cost = tokens / tokens per second of one "
-          "process (from this profile's finished runs of the same shape, else timed here now), plus start-up "
-          "and evaluation.", file=out)
+          "process (the fastest of this profile's finished runs of the same shape, else scaled by FLOPs from one "
+          "of its width, else timed here now), plus start-up and evaluation.", file=out)
     header = f"{'experiment':<24} {'when':>5} {'runs':>5} {'done':>5} {'no weights':>10} {'to train':>9} " \
              f"{'tok/param':>10} {'core-min':>9} {'to train':>9}"
     print(header, file=out)
@@ -112,7 +141,7 @@ def plan(params: dict[str, Any], show_runs: str | None = None, out=sys.stdout) -
     unknown = 0
     for (when, experiment), group in rows.items():
         statuses = [run.status() for run in group]
-        seconds = [run_seconds(run, speeds, measured) for run in group]
+        seconds = [run_seconds(run, speeds, measured, sources) for run in group]
         unknown += sum(s is None for s in seconds)
         cost = sum(s or 0.0 for s in seconds)
         pending = sum(s or 0.0 for s, st in zip(seconds, statuses) if st != "done")
@@ -126,7 +155,7 @@ def plan(params: dict[str, Any], show_runs: str | None = None, out=sys.stdout) -
             for run, status, s in zip(group, statuses, seconds):
                 if show_runs == "todo" and status not in ("to train", "result only"):
                     continue
-                speed = "measured" if shape_key(run.shape_config) in measured else "timed now"
+                speed = sources.get(shape_key(run.shape_config), "measured")
                 print(f"    {run.name:<28} {status:<12} {'?' if s is None else f'{s / 60:.1f}'} core-min ({speed})",
                       file=out)
     hours = {k: v / 3600 / jobs for k, v in totals.items()}

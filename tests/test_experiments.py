@@ -16,8 +16,9 @@ from cod.analysis import (analysed_runs, analysis_settings, load_analyses, load_
                           save_attention, save_layers)
 from cod.metrics.attention import attention_at_lengths
 from cod.config import ConfigError, ModelConfig, run_config
+from cod.flops import flops_per_token
 from cod.params import ROOT, Run, all_runs, load_params, profile_settings, resolve_runs, section_of
-from cod.plan import plan, tokens_per_parameter
+from cod.plan import plan, run_seconds, shape_key, tokens_per_parameter
 from cod.run import main as train_main
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
@@ -88,6 +89,23 @@ def test_plan_prints_every_experiment_and_the_totals():
         assert name in text
     assert "make repro trains" in text and "complete profile from scratch" in text
     assert 0 < hours["to_train"] <= hours["all"] and hours["planned"] > 0
+
+
+def test_an_unmeasured_shape_takes_a_measured_speed_of_its_width_scaled_by_flops(monkeypatch):
+    monkeypatch.setattr("cod.plan.time_steps", lambda cfg: pytest.fail("timed although a shape of its width was measured"))
+    shallow, deep = (Run("smoke", "e", "v", 0, {"model.d_model": 32, "model.n_heads": 2, "model.n_layers": layers,
+                                                "train.stats_every": 0})
+                     for layers in (4, 8))
+    speeds = {shape_key(shallow.config): 1000.0}
+    sources = {}
+    seconds = run_seconds(deep, speeds, set(speeds), sources)
+    seq = deep.config.data.seq_len
+    ratio = flops_per_token(shallow.config.model, seq) / flops_per_token(deep.config.model, seq)
+    assert speeds[shape_key(deep.config)] == pytest.approx(1000.0 * ratio) and 0.5 < ratio < 0.75
+    assert sources[shape_key(deep.config)] == "scaled by FLOPs"
+    t = deep.config.train
+    tokens = t.steps * seq * deep.config.data.batch_size + 2 * t.eval_tokens / 3
+    assert seconds == pytest.approx(tokens / (1000.0 * ratio) + 5.0)
 
 
 def test_default_profile_meets_the_miniatures_criterion():
@@ -325,3 +343,13 @@ def test_a_profile_trains_only_the_experiments_it_names_and_that_name_it():
     params["headline_experiments"]["h0_pilot"]["profiles_only"] = ["headlines"]
     with pytest.raises(ConfigError, match="profiles_only.*allowed: smoke, default, headline, paper"):
         resolve_runs("h0_pilot", params)
+
+
+def test_training_can_be_limited_to_some_variants(tmp_path, monkeypatch):
+    params = gpu_experiment(tmp_path, monkeypatch, gpus=0)
+    started = record_runs(monkeypatch)
+    experiments.train("demo", params, variants=["b", "d"])
+    names = sorted(command[command.index("--name") + 1] for command, _ in started)
+    assert names == ["demo/b_s0", "demo/d_s0"]
+    with pytest.raises(ConfigError, match="--variants e: not variants of demo under profile 'smoke'; allowed: a, b, c, d"):
+        experiments.train("demo", params, variants=["a", "e"])
