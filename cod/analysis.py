@@ -90,8 +90,9 @@ def analysed_runs(spec: dict[str, Any], params: dict[str, Any]) -> list:
     return [run for run in runs if run.variant in spec["variants"]]
 
 
-def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
-    """Measure every run of analysis `name`'s experiment on `device` and write its per-run files."""
+def analyse(name: str, params: dict[str, Any], device: str = "cpu", progress: bool | None = None) -> None:
+    """Measure every run of analysis `name`'s experiment on `device` and write its per-run files;
+    `progress`: bars of the long loops on stderr (see cod.progress)."""
     spec = analysis_settings(name, params)
     profile = params["profile"]
     runs = analysed_runs(spec, params)
@@ -119,7 +120,7 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
                                           spec["fit_tokens"])
             x_jac = x[:spec["jacobian_tokens"], :min(spec["jacobian_context"], seq)]
             with torch.no_grad():
-                layers = analyse_layers(model, x, y, x_fit, x_jac, tau=spec["tau"], seed=run.seed)
+                layers = analyse_layers(model, x, y, x_fit, x_jac, tau=spec["tau"], seed=run.seed, progress=progress)
             save_layers(layers, folder)
         if spec["attention_lengths"]:
             idx, _, _ = held_out_tokens(ROOT / cfg.data.dataset_dir / "val.bin", longest,
@@ -128,7 +129,7 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu") -> None:
                                                 spec["attention_thresholds"]), folder)
         start = time.perf_counter()
         lm = LanguageModel(model, load_tokenizer(ROOT / cfg.data.dataset_dir))
-        zero_shot = [evaluate(lm, task, limit=spec["zero_shot_limit"], part=spec["zero_shot_part"])
+        zero_shot = [evaluate(lm, task, limit=spec["zero_shot_limit"], part=spec["zero_shot_part"], progress=progress)
                      for task in spec["zero_shot_tasks"]]
         (folder / "zero_shot.json").write_text(json.dumps(zero_shot, indent=1) + "\n")
         timing = f"{sum(layers.seconds.values()):.1f}s of layer metrics, " if spec["layers"] else ""
@@ -187,8 +188,9 @@ def open_weight_windows(tokenizer, seq_len: int, counts: typing.Sequence[int]) -
     return list(windows.split(list(counts)))
 
 
-def analyse_open(name: str, params: dict[str, Any], device: str = "cpu") -> None:
-    """Paper B's layer scores of open-weight decoder `name` (one of open_weights.models)."""
+def analyse_open(name: str, params: dict[str, Any], device: str = "cpu", progress: bool | None = None) -> None:
+    """Paper B's layer scores of open-weight decoder `name` (one of open_weights.models); `progress`:
+    bars of the long loops on stderr (see cod.progress)."""
     spec = open_weight_settings(params)
     if name not in spec["models"]:
         raise ConfigError(f"model={name!r} is not in open_weights.models; allowed: {', '.join(spec['models'])}")
@@ -204,7 +206,7 @@ def analyse_open(name: str, params: dict[str, Any], device: str = "cpu") -> None
         layers = analyse_layers(model, scored[:, :-1], scored[:, 1:], fit[:, :-1], jac, tau=spec["tau"],
                                 attention_thresholds=spec["attention_thresholds"],
                                 permutation_sequences=max(1, spec["permutation_tokens"] // seq),
-                                permutation_pairs=spec["permutation_pairs"])
+                                permutation_pairs=spec["permutation_pairs"], progress=progress)
     folder = ROOT / "analyses" / params["profile"] / "open_weights" / name
     save_layers(layers, folder, matrices=False)
     (folder / "settings.json").write_text(json.dumps({**spec, "model": name, "device": device}, indent=1) + "\n")
@@ -330,6 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     parser.add_argument("--device", choices=DEVICES, help="where the models run (default: cuda when available)")
     parser.add_argument("--profile", choices=PROFILES, help="the profile to use (default: params.yaml's)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction,
+                        help="progress bars of the long loops on stderr (default: when stderr is a terminal)")
     args = parser.parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
@@ -339,9 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.analysis == "open_weights":
         if args.model is None:
             parser.error(f"open_weights needs a model; allowed: {', '.join(open_weight_settings(params)['models'])}")
-        analyse_open(args.model, params, device)
+        analyse_open(args.model, params, device, args.progress)
     else:
-        analyse(args.analysis, params, device)
+        analyse(args.analysis, params, device, args.progress)
     return 0
 
 

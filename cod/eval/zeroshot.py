@@ -19,12 +19,14 @@ import torch
 
 from cod.data.tasks import TASKS, Item, chance, load_task, task
 from cod.eval.lm import LanguageModel
+from cod.progress import progress_bar
 
 
 @torch.no_grad()
-def loglikelihoods(lm: LanguageModel, requests: Sequence[tuple[str, str]], batch_tokens: int = 4096
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """(summed log-probability, greedy match) of each (context, continuation) request."""
+def loglikelihoods(lm: LanguageModel, requests: Sequence[tuple[str, str]], batch_tokens: int = 4096,
+                   progress: bool | None = None, desc: str = "zero-shot") -> tuple[np.ndarray, np.ndarray]:
+    """(summed log-probability, greedy match) of each (context, continuation) request.
+    `progress`: a bar of the requests done on stderr, named `desc` (see cod.progress)."""
     device, encoded = lm.device, []
     for context, continuation in requests:
         head, tail = lm.request(context, continuation)
@@ -35,7 +37,7 @@ def loglikelihoods(lm: LanguageModel, requests: Sequence[tuple[str, str]], batch
         encoded.append((ids, tail))
     scores, greedy = np.zeros(len(requests)), np.zeros(len(requests), dtype=bool)
     order = sorted(range(len(requests)), key=lambda r: -len(encoded[r][0]))
-    start = 0
+    start, bar = 0, progress_bar(desc, len(requests), progress, "request")
     while start < len(order):
         width = len(encoded[order[start]][0])
         batch = order[start:start + max(1, batch_tokens // width)]
@@ -58,13 +60,17 @@ def loglikelihoods(lm: LanguageModel, requests: Sequence[tuple[str, str]], batch
         misses = torch.zeros(len(batch), dtype=torch.long, device=device).index_add_(0, owner, 1 - hits)
         scores[batch] = sums.cpu().numpy()
         greedy[batch] = (misses == 0).cpu().numpy()
+        bar.update(len(batch))
+    bar.close()
     return scores, greedy
 
 
-def score_items(lm: LanguageModel, items: Sequence[Item], greedy: bool = False, batch_tokens: int = 4096) -> dict:
-    """{'acc', 'acc_norm', 'n'} on `items`; `greedy`: acc = exact greedy match (acc_norm NaN)."""
+def score_items(lm: LanguageModel, items: Sequence[Item], greedy: bool = False, batch_tokens: int = 4096,
+                progress: bool | None = None, desc: str = "zero-shot") -> dict:
+    """{'acc', 'acc_norm', 'n'} on `items`; `greedy`: acc = exact greedy match (acc_norm NaN);
+    `progress`, `desc`: as in `loglikelihoods`."""
     requests = [(ctx, cont) for item in items for ctx, cont in zip(item.contexts, item.continuations)]
-    scores, hits = loglikelihoods(lm, requests, batch_tokens)
+    scores, hits = loglikelihoods(lm, requests, batch_tokens, progress, desc)
     if greedy:
         return {"acc": float(hits.mean()), "acc_norm": float("nan"), "n": len(items)}
     right, right_norm, at = [], [], 0
@@ -78,15 +84,16 @@ def score_items(lm: LanguageModel, items: Sequence[Item], greedy: bool = False, 
 
 
 def evaluate(lm: LanguageModel, name: str, limit: int | None = None, batch_tokens: int = 4096,
-             part: str | None = None) -> dict:
+             part: str | None = None, progress: bool | None = None) -> dict:
     """{'task', 'acc', 'acc_norm', 'chance', 'n'} of `lm` on task `name` (see cod.data.tasks);
-    `part` = 'eval' scores only the half of the set that fine-tuning never sees."""
+    `part` = 'eval' scores only the half of the set that fine-tuning never sees; `progress`: a bar
+    of the task's requests (one per choice) on stderr (see cod.progress)."""
     items = load_task(name, limit, part)
-    result = score_items(lm, items, task(name).greedy, batch_tokens)
+    result = score_items(lm, items, task(name).greedy, batch_tokens, progress, f"zero-shot {name}")
     return {"task": name, **result, "chance": chance(items, name), **({"part": part} if part else {})}
 
 
 def evaluate_all(lm: LanguageModel, names: Sequence[str] | None = None, limit: int | None = None,
-                 batch_tokens: int = 4096) -> list[dict]:
-    """`evaluate` on each task of `names` (default: all of cod.data.tasks.TASKS)."""
-    return [evaluate(lm, name, limit, batch_tokens) for name in (names or list(TASKS))]
+                 batch_tokens: int = 4096, progress: bool | None = None) -> list[dict]:
+    """`evaluate` on each task of `names` (default: all of cod.data.tasks.TASKS), a bar per task."""
+    return [evaluate(lm, name, limit, batch_tokens, progress=progress) for name in (names or list(TASKS))]

@@ -59,12 +59,13 @@ def analyse_layers(model: LayeredModel, idx: torch.Tensor, targets: torch.Tensor
                    jacobian_idx: torch.Tensor, tau: float = 0.1, weight_thresholds: Sequence[float] = WEIGHT_THRESHOLDS,
                    attention_thresholds: Sequence[float] | None = None, task: TaskScore | None = None,
                    seed: int = 0, permutation_sequences: int | None = None,
-                   permutation_pairs: int | None = None) -> LayerAnalysis:
+                   permutation_pairs: int | None = None, progress: bool | None = None) -> LayerAnalysis:
     """All metrics on tokens idx/targets (B, T); usefulness fits on fit_idx; Jacobians at one
     random position of each sequence of jacobian_idx. The permutation score, whose L(L - 1) / 2
     swaps cost the most, can be cheapened: on the first `permutation_sequences` sequences of idx
     (None: all), over `permutation_pairs` pairs drawn at random (None: all pairs).
-    The tokens are moved to the model's device."""
+    The tokens are moved to the model's device. `progress`: bars of the permutation, usefulness
+    and Jacobian loops on stderr (see cod.progress)."""
     device = device_of(model)
     idx, targets, fit_idx, jacobian_idx = (t.to(device) for t in (idx, targets, fit_idx, jacobian_idx))
     check_fit_tokens(fit_idx.numel(), model.embed(fit_idx[:1, :1]).shape[-1])  # before any metric runs
@@ -85,9 +86,10 @@ def analyse_layers(model: LayeredModel, idx: torch.Tensor, targets: torch.Tensor
         removal=timed("removal", layer_removal, model, stream, task),
         causal=timed("causal", causal_scores, model, stream),
         permutation=timed("permutation", lambda: permutation_scores(
-            model, first_sequences(model, stream, permutation_sequences or len(idx)), permutation_pairs, seed)),
-        usefulness=timed("usefulness", usefulness_scores, model, stream, fit, tau),
-        jacobians=timed("jacobian", block_jacobians, model, jac_stream, seed),
+            model, first_sequences(model, stream, permutation_sequences or len(idx)), permutation_pairs, seed,
+            progress)),
+        usefulness=timed("usefulness", usefulness_scores, model, stream, fit, tau, progress),
+        jacobians=timed("jacobian", block_jacobians, model, jac_stream, seed, progress),
         kurtosis=timed("kurtosis", layer_kurtosis, stream),
         weight_sparsity=timed("weight_sparsity", weight_sparsity, model.parameters(), weight_thresholds),
         attention=None if attention_thresholds is None

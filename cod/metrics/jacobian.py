@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from cod.metrics.stream import LayeredModel, Stream
+from cod.progress import progress_bar
 
 CHUNK_TOKENS = 512  # tokens per batched forward and backward of one block (larger ones ran slower on CPU)
 
@@ -66,11 +67,13 @@ def token_jacobians(model: LayeredModel, block: int, x: torch.Tensor, positions:
     return torch.cat(jacobian_rows).transpose(0, 1)  # (B, D, D) [out, in]
 
 
-def block_jacobians(model: LayeredModel, stream: Stream, seed: int = 0) -> BlockJacobians:
-    """Mean per-token Jacobian of every block over one random position per sequence."""
+def block_jacobians(model: LayeredModel, stream: Stream, seed: int = 0, progress: bool | None = None) -> BlockJacobians:
+    """Mean per-token Jacobian of every block over one random position per sequence.
+    `progress`: a bar of the blocks done on stderr (see cod.progress)."""
     batch, seq_len, d = stream.h[0].shape
     generator = torch.Generator().manual_seed(seed)  # on the CPU: the same positions on every device
     positions = torch.randint(seq_len, (batch,), generator=generator, device="cpu")
-    means = [token_jacobians(model, l, stream.h[l], positions).double().mean(0).cpu() for l in range(stream.n_layers)]
+    blocks = progress_bar("Jacobian blocks", stream.n_layers, progress, "block", range(stream.n_layers))
+    means = [token_jacobians(model, l, stream.h[l], positions).double().mean(0).cpu() for l in blocks]
     deviation = np.array([(m - torch.eye(d, dtype=m.dtype, device="cpu")).norm().item() / d for m in means])
     return BlockJacobians(torch.stack(means).float().numpy(), deviation)

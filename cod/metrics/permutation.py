@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from cod.metrics.stream import LayeredModel, Stream, loss_after
+from cod.progress import progress_bar
 
 
 @dataclass
@@ -38,15 +39,16 @@ def swapped(n: int, i: int, j: int) -> list[int]:
 
 @torch.no_grad()
 def permutation_scores(model: LayeredModel, stream: Stream, pairs: int | None = None,
-                       seed: int = 0) -> PermutationScores:
-    """`stream` needs targets. All pairs i < j, or `pairs` of them drawn uniformly (seeded)."""
+                       seed: int = 0, progress: bool | None = None) -> PermutationScores:
+    """`stream` needs targets. All pairs i < j, or `pairs` of them drawn uniformly (seeded).
+    `progress`: a bar of the pairs done on stderr (see cod.progress)."""
     n, base = stream.n_layers, stream.loss
     every = list(zip(*np.triu_indices(n, k=1)))
     if pairs is not None and pairs < len(every):
         drawn = np.random.default_rng(seed).choice(len(every), size=pairs, replace=False)
         every = [every[k] for k in sorted(drawn)]
     matrix = np.full((n, n), np.nan)
-    for i, j in every:
+    for i, j in progress_bar("permutation pairs", len(every), progress, "pair", every):
         matrix[i, j] = abs(loss_after(model, stream, i, swapped(n, i, j)[i:]) - base) / base
     scored = matrix[~np.isnan(matrix)]
     return PermutationScores(matrix, float(scored.mean()) if scored.size else float("nan"))

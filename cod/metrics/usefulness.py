@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from cod.metrics.stream import LayeredModel, Stream, loss_after
+from cod.progress import progress_bar
 
 
 class Affine(nn.Module):
@@ -107,11 +108,14 @@ def matched_tau(baseline: Sequence[Usefulness], share: float) -> float:
 
 
 @torch.no_grad()
-def usefulness_scores(model: LayeredModel, stream: Stream, fit: Stream, tau: float = 0.1) -> Usefulness:
-    """`stream` (with targets) scores the replacements; `fit` (other tokens) fits them."""
+def usefulness_scores(model: LayeredModel, stream: Stream, fit: Stream, tau: float = 0.1,
+                      progress: bool | None = None) -> Usefulness:
+    """`stream` (with targets) scores the replacements; `fit` (other tokens) fits them.
+    `progress`: a bar of the blocks done on stderr (see cod.progress)."""
     check_fit_tokens(fit.h[0][..., 0].numel(), fit.h[0].shape[-1])
     n = stream.n_layers
     loss = np.array([
-        loss_after(model, stream, l, [fit_affine(fit.h[l], fit.h[l + 1]), *range(l + 1, n)]) for l in range(n)
+        loss_after(model, stream, l, [fit_affine(fit.h[l], fit.h[l + 1]), *range(l + 1, n)])
+        for l in progress_bar("usefulness blocks", n, progress, "block", range(n))
     ])
     return Usefulness(stream.loss, loss, tau)
