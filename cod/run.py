@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         trainer = train.Trainer(cfg, Path(args.out), args.weights and Path(args.weights), args.name, args.device,
                                 identity=fingerprint.describe(cfg))
-    except FileNotFoundError as e:  # no prepared tokens: say which command makes them
+    except (FileNotFoundError, ConfigError) as e:  # no prepared tokens (say which command makes them), no task fits
         print(f"error: {e}", file=sys.stderr)
         return 2
     with train.stop_on_signals(trainer) if trainer.dist.world_size == 1 else nullcontext():

@@ -25,15 +25,18 @@ Stopping: the first SIGINT or SIGTERM ends the step under way, writes ckpt.pt an
 130 or 143) with the command that resumes; a second one stops at once. Under torchrun the
 signals act as usual. `wall_s` (final.json, history rows) counts every session of the run.
 
-Fine-tuning is the same trainer with `finetune.base` set: it starts from that model.pt
-(whose model settings must equal the run's), reads batches of the instruction mix
-(`cod.data.instructions`) instead of text windows, and keeps everything else: schedule,
-statistics, validation loss on text, checkpoints and exact resume.
-
-Image classification is the same trainer with `vision.dataset` set: a Vision Transformer
-(`cod.vision`) on batches of images (`cod.data.images`); the variance statistics are taken on
-fixed validation images, the validation loss on all of them, and final.json holds the top-1
-accuracies `val_acc` and `test_acc` (no perplexities).
+Three kinds of run share the loop and everything above; what differs (the model, the training
+batches, the tokens of a batch, the statistics batch, validation and final scores) lives in a
+`Task`, which `task_of` picks from the settings:
+    LanguageModel        pre-training on windows of the token arrays (the default)
+    FineTuning           finetune.base set: starts from that model.pt (whose model settings must
+                         equal the run's) and reads batches of the instruction mix
+                         (`cod.data.instructions`) instead of text windows; statistics and
+                         validation loss on text
+    ImageClassification  vision.dataset set: a Vision Transformer (`cod.vision`) on batches of
+                         images (`cod.data.images`); the variance statistics are taken on fixed
+                         validation images, the validation loss on all of them, and final.json
+                         holds the top-1 accuracies `val_acc` and `test_acc` (no perplexities)
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import math
 import os
 import signal
 import time
+from abc import ABC, abstractmethod
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -64,8 +68,6 @@ from cod.loss import IGNORE_INDEX
 from cod.model import Transformer
 from cod.metrics.variance import layer_variances
 from cod.vision import VisionTransformer
-
-EVAL_IMAGES = 500  # images per forward pass when a ViT is evaluated
 
 
 # ----------------------------------------------------------------------------- optimiser
@@ -181,6 +183,211 @@ class Dist:
             dist.destroy_process_group()
 
 
+# ----------------------------------------------------------------------------- kinds of run
+
+
+def autocast(precision: Precision, device: torch.device):
+    """bf16 autocast on `device` under train.precision=bf16; nothing otherwise."""
+    if precision == Precision.BF16:
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return nullcontext()
+
+
+@contextmanager
+def evaluating(model: nn.Module, precision: Precision, device: torch.device) -> Iterator[None]:
+    """Within the block `model` is in eval mode, without gradients, under the run's autocast; in
+    train mode after it."""
+    model.eval()
+    with torch.no_grad(), autocast(precision, device):
+        yield
+    model.train()
+
+
+class Task(ABC):
+    """What one kind of run does its own way; the Trainer does everything else the same. Built on
+    every process before the model; it checks that the run's data is there."""
+
+    def __init__(self, cfg: RunConfig, dist: Dist):
+        self.cfg, self.dist = cfg, dist
+
+    @abstractmethod
+    def train_batches(self):
+        """The training data: `.batch(step) -> (inputs, targets)`, this process's share of the step."""
+
+    @abstractmethod
+    def build_model(self) -> Transformer:
+        """The freshly initialised model (on the host)."""
+
+    @abstractmethod
+    def tokens(self, x: torch.Tensor) -> int:
+        """Input tokens of a batch's inputs `x` (padding included)."""
+
+    @abstractmethod
+    def stats_input(self) -> torch.Tensor:
+        """The fixed validation inputs on which per-layer variances are measured (on the host)."""
+
+    @abstractmethod
+    def evaluate(self, model: Transformer, split: str) -> float | None:
+        """Mean validation loss of `model` on `split`; None where the run has no such split."""
+
+    @abstractmethod
+    def scores(self, model: Transformer, diverged: bool) -> dict:
+        """The final results of final.json (each None after a divergence)."""
+
+    @abstractmethod
+    def summary(self, final: dict) -> str:
+        """The results of `final` as the closing line shows them."""
+
+    @property
+    def stats_rows(self) -> int:
+        """Sequences (or images) in the statistics batch: train.stats_tokens' worth, at least one."""
+        return max(1, self.cfg.train.stats_tokens // self.cfg.data.seq_len)
+
+    def start(self, trainer: Trainer) -> None:
+        """Ready `trainer` for a run that starts afresh (not resumed): nothing to do here."""
+
+    def provenance(self, identity: dict | None) -> dict:
+        """What final.json records of where the weights come from besides the code: nothing here."""
+        return {}
+
+
+class LanguageModel(Task):
+    """Pre-training on text: shuffled windows of the token arrays; the mean next-token loss and
+    perplexity on the validation splits (val, val_bbc)."""
+
+    def __init__(self, cfg: RunConfig, dist: Dist):
+        super().__init__(cfg, dist)
+        self.dataset = Path(cfg.data.dataset_dir)
+        if not (self.dataset / "train.bin").exists():
+            raise FileNotFoundError(
+                f"no token arrays in {self.dataset} (data.tokens_dir={cfg.data.tokens_dir}, data.tokenizer="
+                f"{cfg.data.tokenizer}, data.vocab_size={cfg.data.vocab_size}): run `{prepare_command(cfg.data)}`")
+
+    def train_batches(self) -> TokenBatches:
+        d = self.cfg.data
+        return TokenBatches(self.dataset / "train.bin", d.seq_len, d.batch_size, self.cfg.seed,
+                            rank=self.dist.rank, world_size=self.dist.world_size)
+
+    def build_model(self) -> Transformer:
+        return Transformer(self.cfg.model)
+
+    def tokens(self, x: torch.Tensor) -> int:
+        return x.numel()  # x: (B, T) token ids
+
+    def stats_input(self) -> torch.Tensor:
+        seq, n = self.cfg.data.seq_len, self.stats_rows
+        x, _ = next(eval_windows(self.dataset / "val.bin", seq, n, n * seq))
+        return x  # (n, seq_len)
+
+    def evaluate(self, model: Transformer, split: str) -> float | None:
+        """Mean next-token loss over the first train.eval_tokens tokens of `split`; under torchrun
+        each process takes some of the windows."""
+        path = self.dataset / f"{split}.bin"
+        if not path.exists():
+            return None
+        seq, device = self.cfg.data.seq_len, self.dist.device
+        batches = list(eval_windows(path, seq, max(1, 8192 // seq), self.cfg.train.eval_tokens))
+        total, count = 0.0, 0
+        with evaluating(model, self.cfg.train.precision, device):
+            for i, counted in self.dist.share(len(batches)):
+                x, y = batches[i]
+                loss = model(x.to(device), y.to(device), logits=False).loss
+                if counted:
+                    total, count = total + loss.item() * y.numel(), count + y.numel()
+        total, count = self.dist.sum([total, count])
+        return total / count
+
+    def scores(self, model: Transformer, diverged: bool) -> dict:
+        val, val_bbc = (None, None) if diverged else (self.evaluate(model, "val"), self.evaluate(model, "val_bbc"))
+        return {"val_loss": val, "val_ppl": _ppl(val), "val_bbc_loss": val_bbc, "val_bbc_ppl": _ppl(val_bbc)}
+
+    def summary(self, final: dict) -> str:
+        return f"val ppl {_shown(final['val_ppl'], '.2f')}"
+
+
+class FineTuning(LanguageModel):
+    """Supervised fine-tuning: from the weights of finetune.base (a model of this run's model
+    settings), on batches of the instruction mix (`cod.data.instructions`); validated on text as
+    pre-training is."""
+
+    def __init__(self, cfg: RunConfig, dist: Dist):
+        super().__init__(cfg, dist)
+        if not Path(cfg.finetune.base).is_file():
+            raise FileNotFoundError(f"finetune.base={cfg.finetune.base} not found: train the pre-trained run "
+                                    "first (its experiment's train@ stage)")
+
+    def train_batches(self) -> InstructionBatches:
+        return InstructionBatches(self.cfg, load_tokenizer(self.dataset), self.dist.rank, self.dist.world_size)
+
+    def start(self, trainer: Trainer) -> None:
+        trainer.load_base()
+
+    def provenance(self, identity: dict | None) -> dict:
+        return {"base": identity and identity["base"]}  # the digest of the base weights (`cod.fingerprint`)
+
+
+class ImageClassification(Task):
+    """A Vision Transformer (`cod.vision`) on shuffled training images (`cod.data.images`); the
+    class loss and top-1 accuracy over all validation and test images."""
+
+    EVAL_IMAGES = 500  # images per forward pass of an evaluation
+
+    def __init__(self, cfg: RunConfig, dist: Dist):
+        super().__init__(cfg, dist)
+        self.images = load_images(cfg.vision)  # split -> Images
+
+    def train_batches(self) -> ImageBatches:
+        return ImageBatches(self.images["train"], self.cfg.data.batch_size, self.cfg.seed,
+                            rank=self.dist.rank, world_size=self.dist.world_size)
+
+    def build_model(self) -> VisionTransformer:
+        return VisionTransformer(self.cfg.model, self.cfg.vision)
+
+    def tokens(self, x: torch.Tensor) -> int:
+        return len(x) * self.cfg.data.seq_len  # x: (B, C, H, W), an image is seq_len tokens
+
+    def stats_input(self) -> torch.Tensor:
+        x, _ = self.images["val"].tensors(slice(0, self.stats_rows))
+        return x  # (n, C, H, W)
+
+    def evaluate(self, model: Transformer, split: str) -> float | None:
+        return self.classify(model, split)[0] if split in self.images else None
+
+    def classify(self, model: Transformer, split: str) -> tuple[float, float]:
+        """Mean class loss and top-1 accuracy over every image of `split` (val, test); under
+        torchrun each process takes some of the chunks."""
+        images, loss, correct = self.images[split], 0.0, 0
+        with evaluating(model, self.cfg.train.precision, self.dist.device):
+            for i, counted in self.dist.share(-(-len(images) // self.EVAL_IMAGES)):
+                rows = slice(i * self.EVAL_IMAGES, (i + 1) * self.EVAL_IMAGES)
+                x, y = (t.to(self.dist.device) for t in images.tensors(rows))
+                out = model(x, y)
+                if counted:
+                    loss, correct = loss + out.loss.item() * len(y), correct + (out.logits.argmax(-1) == y).sum().item()
+        loss, correct = self.dist.sum([loss, correct])
+        return loss / len(images), correct / len(images)
+
+    def scores(self, model: Transformer, diverged: bool) -> dict:
+        (val, val_acc), (test, test_acc) = ((None, None), (None, None)) if diverged else \
+            (self.classify(model, "val"), self.classify(model, "test"))
+        return {"val_loss": val, "val_ppl": None, "val_bbc_loss": None, "val_bbc_ppl": None,
+                "val_acc": val_acc, "test_loss": test, "test_acc": test_acc}
+
+    def summary(self, final: dict) -> str:
+        return f"val acc {_shown(final['val_acc'], '.4f')}, test acc {_shown(final['test_acc'], '.4f')}"
+
+
+def task_of(cfg: RunConfig, dist: Dist) -> Task:
+    """The kind of run `cfg` asks for: image classification where vision.dataset is set,
+    fine-tuning where finetune.base is, else language-model pre-training."""
+    if cfg.vision.dataset != ImageSet.NONE:
+        if cfg.finetune.base:
+            raise ConfigError(f"finetune.base={cfg.finetune.base} with vision.dataset={cfg.vision.dataset}: "
+                              "fine-tuning starts from a language model; allowed: finetune.base=''")
+        return ImageClassification(cfg, dist)
+    return FineTuning(cfg, dist) if cfg.finetune.base else LanguageModel(cfg, dist)
+
+
 # ----------------------------------------------------------------------------- trainer
 
 
@@ -208,9 +415,11 @@ class Interrupted(KeyboardInterrupt):
 
 
 class Trainer:
-    """One run. `distributed=False` ignores torchrun's environment; `quiet` prints nothing;
-    `identity` (`cod.fingerprint.describe`) is recorded in checkpoints and final.json, and a
-    checkpoint resumes only under the identity it was written with (none: never)."""
+    """One run: the loop and what every kind of run shares (schedule, history, statistics,
+    divergence, checkpoints, exact resume); what differs lives in `task` (`task_of`).
+    `distributed=False` ignores torchrun's environment; `quiet` prints nothing; `identity`
+    (`cod.fingerprint.describe`) is recorded in checkpoints and final.json, and a checkpoint
+    resumes only under the identity it was written with (none: never)."""
 
     def __init__(self, cfg: RunConfig, out: Path, weights: Path | None = None, name: str | None = None,
                  device: str | None = None, distributed: bool = True, quiet: bool = False,
@@ -225,27 +434,9 @@ class Trainer:
         keep_freed_memory()  # no page faults on every step's activations (cod.host)
         torch.manual_seed(cfg.seed)
         np.random.seed(cfg.seed)
-        dataset = Path(cfg.data.dataset_dir)
-        vision = cfg.vision.dataset != ImageSet.NONE
-        if not vision and not (dataset / "train.bin").exists():
-            raise FileNotFoundError(
-                f"no token arrays in {dataset} (data.tokens_dir={cfg.data.tokens_dir}, data.tokenizer="
-                f"{cfg.data.tokenizer}, data.vocab_size={cfg.data.vocab_size}): run `{prepare_command(cfg.data)}`")
-        if cfg.finetune.base and not Path(cfg.finetune.base).is_file():
-            raise FileNotFoundError(f"finetune.base={cfg.finetune.base} not found: train the pre-trained run "
-                                    "first (its experiment's train@ stage)")
-        self.images = load_images(cfg.vision) if vision else None  # split -> Images
-        if self.images is not None:
-            self.batches = ImageBatches(self.images["train"], cfg.data.batch_size, cfg.seed,
-                                        rank=self.dist.rank, world_size=self.dist.world_size)
-        elif cfg.finetune.base:
-            self.batches = InstructionBatches(cfg, load_tokenizer(dataset), self.dist.rank, self.dist.world_size)
-        else:
-            self.batches = TokenBatches(dataset / "train.bin", cfg.data.seq_len, cfg.data.batch_size, cfg.seed,
-                                        rank=self.dist.rank, world_size=self.dist.world_size)
-        self.dataset = dataset
-        model = VisionTransformer(cfg.model, cfg.vision) if vision else Transformer(cfg.model)
-        self.model = model.to(self.dist.device)
+        self.task = task_of(cfg, self.dist)
+        self.batches = self.task.train_batches()
+        self.model = self.task.build_model().to(self.dist.device)
         self.fsdp = self.dist.world_size > 1 and cfg.train.parallel == Parallel.FSDP
         self.net = self._distributed(self.model)
         if cfg.train.compile:
@@ -266,7 +457,7 @@ class Trainer:
         # read every step's loss back at once (free on the CPU); on a GPU only at steps that log,
         # measure or checkpoint (`fit`)
         self.read_back_every_step = self.dist.device.type == "cpu"
-        self.stats_batch = self._stats_batch()
+        self.stats_batch = self.task.stats_input().to(self.dist.device)  # per-layer variances are measured on it
 
     def _distributed(self, model: nn.Module) -> nn.Module:
         """What the training step calls: the model itself, DDP around it, or the model sharded in place.
@@ -297,21 +488,6 @@ class Trainer:
         return nullcontext()
 
     # .................................................................. bookkeeping
-    def _stats_batch(self) -> torch.Tensor:
-        """A fixed slice of validation tokens (or images) on which per-layer variances are measured."""
-        seq = self.cfg.data.seq_len
-        n_seq = max(1, self.cfg.train.stats_tokens // seq)
-        if self.images is not None:
-            x, _ = self.images["val"].tensors(slice(0, n_seq))
-        else:
-            x, _ = next(eval_windows(self.dataset / "val.bin", seq, n_seq, n_seq * seq))
-        return x.to(self.dist.device)
-
-    def _autocast(self):
-        if self.cfg.train.precision == Precision.BF16:
-            return torch.autocast(self.dist.device.type, dtype=torch.bfloat16)
-        return nullcontext()
-
     def _log(self, row: dict) -> None:
         if self.dist.main:
             with open(self.out / "history.jsonl", "a") as f:
@@ -436,7 +612,7 @@ class Trainer:
         (this process's part, float64) and the gradient norm stay on the device: reading them
         back waits for the GPU, which `fit` does once per logged step."""
         x, y = self.batches.batch(self.step)
-        self.tokens += (x.numel() if self.images is None else len(x) * self.cfg.data.seq_len) * self.dist.world_size
+        self.tokens += self.task.tokens(x) * self.dist.world_size
         lr = lr_at(self.step, self.cfg)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -454,7 +630,7 @@ class Trainer:
             share = (ym != IGNORE_INDEX).sum().item() * processes / counted
             xm, ym = xm.to(self.dist.device, non_blocking=True), ym.to(self.dist.device, non_blocking=True)
             with self._gradient_sync(i == len(pieces) - 1):
-                with self._autocast():
+                with autocast(self.cfg.train.precision, self.dist.device):
                     out = self.net(xm, ym, logits=False, order=self.order)
                 part = out.loss
                 objective = part if out.aux_loss is None else part + out.aux_loss
@@ -493,14 +669,12 @@ class Trainer:
 
     def record_stats(self) -> None:
         """Per-layer variances on the fixed batch; under torchrun each process takes some of its rows."""
-        self.model.eval()
         batch = self.stats_batch
         if self.dist.world_size > 1:
             rows = [i for i, counted in self.dist.share(len(batch)) if counted]
             batch = batch[rows] if rows else batch[:1]  # a process without rows still joins FSDP's gathers
-        with torch.no_grad(), self._autocast():
+        with evaluating(self.model, self.cfg.train.precision, self.dist.device):
             variances = layer_variances(self.model, batch)
-        self.model.train()
         if self.dist.world_size > 1:
             names = list(variances)
             sums = self.dist.sum([len(rows) * v for name in names for v in variances[name]] + [len(rows)])
@@ -508,135 +682,117 @@ class Trainer:
             variances = {name: [s / sums[-1] for s in sums[k * n:(k + 1) * n]] for k, name in enumerate(names)}
         self._log({"step": self.step, **variances})
 
+    # .................................................................. the loop
     def fit(self) -> dict:
+        """Train to train.steps (or the deadline, a divergence, a signal) and `finish`.
+
+        On a GPU the steps' losses stay there until a step that logs, measures or checkpoints (or
+        the last): then they are read back at once and judged step by step, so a run that diverges
+        in between trains on to that step. On the CPU every step is read back at once."""
         t = self.cfg.train
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.weights.mkdir(parents=True, exist_ok=True)
-        resumed = self.try_resume()
-        if not resumed:
-            if self.dist.main:
-                (self.out / "history.jsonl").unlink(missing_ok=True)
-            if self.cfg.finetune.base:
-                self.load_base()
-            if self.dist.main:
-                (self.out / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2) + "\n")
-            if t.stats_every:
-                self.record_stats()
-        self._say(f"{self.model.num_params():,} parameters, {t.steps} steps of "
-                  f"{self.cfg.data.batch_size}x{self.cfg.data.seq_len} tokens on {self.dist.device} "
-                  f"x{self.dist.world_size}")
+        self._begin()
         start, start_tokens = time.perf_counter(), self.tokens
         self.started = start
         self.model.train()
-        # On a GPU the steps' losses stay there until a step that logs, measures or checkpoints
-        # (or the last): then they are read back at once and judged step by step, so a run that
-        # diverges in between trains on to that step. On the CPU every step is read back at once.
-        lazy = not self.read_back_every_step
         pending: list[tuple[int, int, torch.Tensor]] = []  # (step, tokens, [loss, grad norm]) not read back yet
         loss = float("nan")
-        while self.step < t.steps and self.diverged_at is None:
-            if self.deadline is not None and self.dist.world_size == 1 and time.monotonic() >= self.deadline:
-                self.stopped_at = self.step
-                self._say(f"time budget spent: stopped at step {self.step}")
-                break
+        while self.step < t.steps and self.diverged_at is None and not self._out_of_time():
             step_loss, step_norm = self.step_on_device()
             self.step += 1
             pending.append((self.step, self.tokens, torch.stack([self.dist.mean_tensor(step_loss),
                                                                  step_norm.to(torch.float64)])))
-            due = self.step == t.steps or self.stop_signal is not None or any(
-                every and self.step % every == 0 for every in (t.log_every, t.stats_every, t.eval_every, t.ckpt_every))
-            if lazy and not due:
-                continue
-            values = torch.stack([v for _, _, v in pending]).tolist()  # the one wait for the device
-            for (step, tokens, _), (loss, grad_norm) in zip(pending, values):
-                if not math.isfinite(loss) or loss > t.diverge_loss:
-                    self.bad_checks += 1
-                    if not math.isfinite(loss) or self.bad_checks >= t.diverge_patience:
-                        self.diverged_at = step
-                else:
-                    self.bad_checks = 0
-                if step % t.log_every == 0 or step == t.steps or self.diverged_at:
-                    elapsed = time.perf_counter() - start
-                    speed = (self.tokens - start_tokens) / max(elapsed, 1e-9)
-                    lr = lr_at(step - 1, self.cfg)
-                    self._log({"step": step, "loss": _finite(loss), "lr": lr, "grad_norm": _finite(grad_norm),
-                               "tokens": tokens, "tokens_per_s": round(speed, 1), "wall_s": round(self.wall_s(), 1),
-                               **self.routing_row()})
-                    eta = (t.steps - step) * tokens / step / max(speed, 1e-9)
-                    self._say(f"step {step:>6}/{t.steps} loss {loss:7.4f} lr {lr:.2e} "
-                              f"gnorm {grad_norm:7.3f} {speed:8.0f} tok/s eta {_duration(eta)}")
-                if self.diverged_at:
-                    break
-            pending.clear()
-            if t.stats_every and self.step % t.stats_every == 0 and self.diverged_at is None:
-                self.record_stats()
-            if t.eval_every and self.step % t.eval_every == 0 and self.diverged_at is None:
-                self._log({"step": self.step, "val_loss": self.evaluate("val")})
-            saved = bool(t.ckpt_every) and self.step % t.ckpt_every == 0
-            if saved:
-                self.save_checkpoint()
-            if self.stop_signal is not None and self.diverged_at is None and self.step < t.steps:
-                if not saved:
-                    self.save_checkpoint()
-                raise Interrupted(self.stop_signal, self.step, t.steps, self.weights / "ckpt.pt")
+            if self.read_back_every_step or self._due():
+                loss = self._read_back(pending, start_tokens)
+                pending.clear()
+                self._side_jobs()
         if pending:  # stopped by the deadline between two read-backs
             loss = torch.stack([v for _, _, v in pending])[-1, 0].item()
         if self.diverged_at:
             self._say(f"diverged at step {self.diverged_at} (loss {loss}); recorded, not raised")
         return self.finish(loss, time.perf_counter() - start, start_tokens)
 
-    @torch.no_grad()
-    def evaluate(self, split: str) -> float | None:
-        """Mean next-token loss over the first train.eval_tokens tokens of a validation split
-        (val, val_bbc); a ViT's: the class loss over all images of the split."""
-        if self.images is not None:
-            return self.classify(split)[0] if split in self.images else None
-        path = self.dataset / f"{split}.bin"
-        if not path.exists():
-            return None
-        self.model.eval()
-        total, count = 0.0, 0
-        seq = self.cfg.data.seq_len
-        batches = list(eval_windows(path, seq, max(1, 8192 // seq), self.cfg.train.eval_tokens))
-        for i, counted in self.dist.share(len(batches)):
-            x, y = batches[i]
-            with self._autocast():
-                loss = self.model(x.to(self.dist.device), y.to(self.dist.device), logits=False).loss
-            if counted:
-                total, count = total + loss.item() * y.numel(), count + y.numel()
-        self.model.train()
-        total, count = self.dist.sum([total, count])
-        return total / count
+    def _begin(self) -> None:
+        """Resume this identity's checkpoint, or start afresh: a new history, the task's start (a
+        fine-tuning run loads its base), config.json and the statistics of step 0."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.weights.mkdir(parents=True, exist_ok=True)
+        if not self.try_resume():
+            if self.dist.main:
+                (self.out / "history.jsonl").unlink(missing_ok=True)
+            self.task.start(self)
+            if self.dist.main:
+                (self.out / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2) + "\n")
+            if self.cfg.train.stats_every:
+                self.record_stats()
+        self._say(f"{self.model.num_params():,} parameters, {self.cfg.train.steps} steps of "
+                  f"{self.cfg.data.batch_size}x{self.cfg.data.seq_len} tokens on {self.dist.device} "
+                  f"x{self.dist.world_size}")
 
-    @torch.no_grad()
-    def classify(self, split: str) -> tuple[float, float]:
-        """A ViT's mean class loss and top-1 accuracy over every image of `split` (val, test)."""
-        images, loss, correct = self.images[split], 0.0, 0
-        self.model.eval()
-        for i, counted in self.dist.share(-(-len(images) // EVAL_IMAGES)):
-            rows = slice(i * EVAL_IMAGES, (i + 1) * EVAL_IMAGES)
-            x, y = (t.to(self.dist.device) for t in images.tensors(rows))
-            with self._autocast():
-                out = self.model(x, y)
-            if counted:
-                loss, correct = loss + out.loss.item() * len(y), correct + (out.logits.argmax(-1) == y).sum().item()
-        self.model.train()
-        loss, correct = self.dist.sum([loss, correct])
-        return loss / len(images), correct / len(images)
+    def _out_of_time(self) -> bool:
+        """True, the stop recorded, once `deadline` has passed (one process only)."""
+        if self.deadline is None or self.dist.world_size > 1 or time.monotonic() < self.deadline:
+            return False
+        self.stopped_at = self.step
+        self._say(f"time budget spent: stopped at step {self.step}")
+        return True
 
-    def scores(self) -> dict:
-        """The final validation results: losses and perplexities, or a ViT's losses and accuracies."""
-        if self.images is None:
-            val, val_bbc = (None, None) if self.diverged_at else (self.evaluate("val"), self.evaluate("val_bbc"))
-            return {"val_loss": val, "val_ppl": _ppl(val), "val_bbc_loss": val_bbc, "val_bbc_ppl": _ppl(val_bbc)}
-        if self.diverged_at:
-            (val, val_acc), (test, test_acc) = (None, None), (None, None)
-        else:
-            (val, val_acc), (test, test_acc) = self.classify("val"), self.classify("test")
-        return {"val_loss": val, "val_ppl": None, "val_bbc_loss": None, "val_bbc_ppl": None,
-                "val_acc": val_acc, "test_loss": test, "test_acc": test_acc}
+    def _due(self) -> bool:
+        """Whether the step just taken logs, measures, evaluates or checkpoints, is the last, or
+        follows a signal."""
+        t = self.cfg.train
+        return self.step == t.steps or self.stop_signal is not None or any(
+            every and self.step % every == 0 for every in (t.log_every, t.stats_every, t.eval_every, t.ckpt_every))
+
+    def _read_back(self, pending: list[tuple[int, int, torch.Tensor]], start_tokens: int) -> float:
+        """Read the pending steps' losses and gradient norms back (the one wait for the device),
+        judge them in order for divergence and log the rows due; the last loss judged."""
+        t = self.cfg.train
+        values = torch.stack([v for _, _, v in pending]).tolist()
+        for (step, tokens, _), (loss, grad_norm) in zip(pending, values):
+            self._judge(step, loss)
+            if step % t.log_every == 0 or step == t.steps or self.diverged_at:
+                elapsed = time.perf_counter() - self.started
+                speed = (self.tokens - start_tokens) / max(elapsed, 1e-9)
+                lr = lr_at(step - 1, self.cfg)
+                self._log({"step": step, "loss": _finite(loss), "lr": lr, "grad_norm": _finite(grad_norm),
+                           "tokens": tokens, "tokens_per_s": round(speed, 1), "wall_s": round(self.wall_s(), 1),
+                           **self.routing_row()})
+                eta = (t.steps - step) * tokens / step / max(speed, 1e-9)
+                self._say(f"step {step:>6}/{t.steps} loss {loss:7.4f} lr {lr:.2e} "
+                          f"gnorm {grad_norm:7.3f} {speed:8.0f} tok/s eta {_duration(eta)}")
+            if self.diverged_at:
+                break
+        return loss
+
+    def _judge(self, step: int, loss: float) -> None:
+        """Count a loss above train.diverge_loss: a run diverges at a loss that is not finite, or
+        after train.diverge_patience such losses in a row."""
+        t = self.cfg.train
+        if math.isfinite(loss) and loss <= t.diverge_loss:
+            self.bad_checks = 0
+            return
+        self.bad_checks += 1
+        if not math.isfinite(loss) or self.bad_checks >= t.diverge_patience:
+            self.diverged_at = step
+
+    def _side_jobs(self) -> None:
+        """After a read-back: statistics, validation loss and a checkpoint where due; after a
+        signal, a checkpoint and Interrupted."""
+        t = self.cfg.train
+        if self.diverged_at is None and t.stats_every and self.step % t.stats_every == 0:
+            self.record_stats()
+        if self.diverged_at is None and t.eval_every and self.step % t.eval_every == 0:
+            self._log({"step": self.step, "val_loss": self.task.evaluate(self.model, "val")})
+        saved = bool(t.ckpt_every) and self.step % t.ckpt_every == 0
+        if saved:
+            self.save_checkpoint()
+        if self.stop_signal is not None and self.diverged_at is None and self.step < t.steps:
+            if not saved:
+                self.save_checkpoint()
+            raise Interrupted(self.stop_signal, self.step, t.steps, self.weights / "ckpt.pt")
 
     def finish(self, last_loss: float, elapsed: float, start_tokens: int) -> dict:
+        """Score the model (the task's scores), write final.json and model.pt, and drop the checkpoint."""
         status = "diverged" if self.diverged_at else "stopped" if self.stopped_at is not None else "completed"
         final = {
             "name": self.name,
@@ -645,12 +801,12 @@ class Trainer:
             "steps": self.step,
             "tokens": self.tokens,
             "final_train_loss": _finite(last_loss),
-            **self.scores(),
+            **self.task.scores(self.model, diverged=bool(self.diverged_at)),
             "params": self.model.num_params(),
             "params_non_embedding": self.model.num_params(embeddings=False),
             "seed": self.cfg.seed,
             "behaviour": self.identity and self.identity["behaviour"],
-            **({"base": self.identity and self.identity["base"]} if self.cfg.finetune.base else {}),
+            **self.task.provenance(self.identity),
             "wall_s": round(self.wall_before + elapsed, 1),
             "tokens_per_s": round((self.tokens - start_tokens) / max(elapsed, 1e-9), 1),
             "device": str(self.dist.device),
@@ -661,11 +817,8 @@ class Trainer:
             torch.save({"config": self.cfg.to_dict(), "model": model}, self.weights / "model.pt")
             (self.weights / "ckpt.pt").unlink(missing_ok=True)
             (self.out / "final.json").write_text(json.dumps(final, indent=2) + "\n")
-            if self.images is None:
-                result = f"val ppl {_shown(final['val_ppl'], '.2f')}"
-            else:
-                result = f"val acc {_shown(final['val_acc'], '.4f')}, test acc {_shown(final['test_acc'], '.4f')}"
-            self._say(f"{status}: {result}, {final['tokens_per_s']:.0f} tok/s, {final['wall_s']:.0f}s")
+            self._say(f"{status}: {self.task.summary(final)}, {final['tokens_per_s']:.0f} tok/s, "
+                      f"{final['wall_s']:.0f}s")
         return final
 
 

@@ -13,7 +13,7 @@ from cod.data.tasks import load_task, part_indices
 from cod.data.tokenizer import train_bpe
 from cod.eval.lm import TextEncoder
 from cod.run import main
-from cod.train import Trainer
+from cod.train import FineTuning, Trainer
 from conftest import VOCAB, tiny_run
 
 SMALL_MIX = ["finetune.tasks=piqa,arc_easy", "finetune.items_per_task=24"]
@@ -106,6 +106,7 @@ def test_fine_tuning_starts_from_the_base_and_resumes_exactly(sft_tokens, tmp_pa
     overrides = tiny_run(sft_tokens, *SMALL_MIX, f"finetune.base={base}", "train.steps=12", "train.ckpt_every=4")
     cfg = run_config(overrides)
     fresh = Trainer(cfg, tmp_path / "probe")
+    assert isinstance(fresh.task, FineTuning) and isinstance(fresh.batches, InstructionBatches)
     fresh.load_base()
     base_state = torch.load(base)["model"]
     assert all(torch.equal(fresh.model.state_dict()[k], base_state[k]) for k in base_state)

@@ -14,11 +14,13 @@ import pytest
 import torch
 
 from conftest import tiny_run
+from cod import train
 from cod.config import ConfigError, run_config
+from cod.data.loader import TokenBatches
 from cod.fingerprint import TIMINGS, describe
 from cod.model import Transformer
 from cod.run import main
-from cod.train import Trainer, lr_at, param_groups
+from cod.train import Dist, FineTuning, LanguageModel, Trainer, lr_at, param_groups, task_of
 
 
 def test_schedule_warms_up_then_decays_to_the_floor():
@@ -265,3 +267,43 @@ def test_wall_time_adds_up_over_resumes(tiny_tokens, tmp_path):
     final = json.loads((tmp_path / "r" / "final.json").read_text())
     rows = [json.loads(r) for r in (tmp_path / "r" / "history.jsonl").read_text().splitlines()]
     assert 1000 <= final["wall_s"] < 1300 and all(r["wall_s"] >= 1000 for r in rows if "loss" in r)
+
+
+def test_the_settings_pick_the_kind_of_run(tiny_tokens, tmp_path):
+    dist = Dist("cpu", distributed=False)
+    task = task_of(run_config(tiny_run(tiny_tokens)), dist)
+    assert type(task) is LanguageModel and isinstance(task.train_batches(), TokenBatches)
+    assert type(task.build_model()) is Transformer and task.stats_input().shape == (2, 32)  # 64 tokens of 32
+    base = tmp_path / "model.pt"
+    base.touch()
+    assert type(task_of(run_config(tiny_run(tiny_tokens, f"finetune.base={base}")), dist)) is FineTuning
+    vit = run_config({"vision.dataset": "fashion_mnist", "model.causal": False, "model.rope": False,
+                      "data.seq_len": 50, "finetune.base": str(base)})
+    with pytest.raises(ConfigError, match="fine-tuning starts from a language model; allowed: finetune.base=''"):
+        task_of(vit, dist)
+
+
+def test_the_loop_takes_what_differs_from_the_task(tiny_tokens, tmp_path, monkeypatch):
+    """Tokens, validation, scores and the closing line of a run come from its task alone: a task
+    of its own changes them without a change to the loop."""
+    class Counted(LanguageModel):
+        def tokens(self, x):
+            return 2 * x.numel()
+
+        def evaluate(self, model, split):
+            return 1.5
+
+        def scores(self, model, diverged):
+            return {"counted_score": 42.0}
+
+        def summary(self, final):
+            return f"counted {final['counted_score']}"
+
+    monkeypatch.setattr(train, "task_of", Counted)
+    cfg = run_config(tiny_run(tiny_tokens, "train.steps=4", "train.eval_every=2", "train.stats_every=0",
+                              "train.ckpt_every=0"))
+    final = Trainer(cfg, tmp_path / "r", quiet=True).fit()
+    rows = [json.loads(r) for r in (tmp_path / "r" / "history.jsonl").read_text().splitlines()]
+    assert final["counted_score"] == 42.0 and "val_loss" not in final
+    assert final["tokens"] == 2 * 4 * 8 * 32
+    assert [r["val_loss"] for r in rows if "val_loss" in r] == [1.5, 1.5]

@@ -20,7 +20,7 @@ from cod.config import ConfigError, ModelConfig, VisionConfig, run_config
 from cod.data import images as image_data
 from cod.data.images import ImageBatches, decode_idx, load_images, read_idx, write_idx
 from cod.run import main
-from cod.train import Trainer
+from cod.train import ImageClassification, Trainer
 from cod.vision import VisionTransformer
 
 FASHION = VisionConfig(dataset="fashion_mnist")
@@ -149,6 +149,15 @@ def test_a_vit_learns_a_separable_set(separable, tmp_path):
     assert final["val_ppl"] is None and final["tokens"] == 40 * 32 * 17
     rows = [r for r in map(json.loads, (out / "history.jsonl").read_text().splitlines()) if "resid_var" in r]
     assert [r["step"] for r in rows] == [0, 20, 40] and all(len(r["mlp_var"]) == 2 for r in rows)
+
+
+def test_a_vision_run_is_an_image_classification_task(separable, tmp_path):
+    t = Trainer(run_config(vit_run(separable)), tmp_path / "r", quiet=True)
+    assert isinstance(t.task, ImageClassification) and isinstance(t.batches, ImageBatches)
+    assert isinstance(t.model, VisionTransformer)
+    x, _ = t.batches.batch(0)
+    assert x.shape == (32, 1, 28, 28) and t.task.tokens(x) == 32 * 17  # an image is 16 patches and the class token
+    assert t.stats_batch.shape == (10, 1, 28, 28)  # train.stats_tokens=170: 10 images of 17 tokens
 
 
 def test_an_interrupted_vit_run_resumes_to_the_same_result(separable, tmp_path):
