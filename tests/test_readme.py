@@ -114,8 +114,8 @@ def test_the_notebook_commands_leave_the_committed_results_alone(tmp_path):
     run: it gets --output too); the committed notebook and figures must not change."""
     committed = sorted((ROOT / "figures" / "default" / "a4_variance_dynamics").iterdir())
     before = {p: p.read_bytes() for p in committed}
-    lines = commands("cod.notebook") + commands("papermill")
-    assert len(lines) == 3
+    lines = [list(line) for line in dict.fromkeys(map(tuple, commands("cod.notebook") + commands("papermill")))]
+    assert len(lines) == 3  # the five-minute path repeats one of them
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for i, words in enumerate(lines):
         # /tmp/ moved in the README's words before the interpreter is put in: its own path may hold /tmp/
