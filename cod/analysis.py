@@ -90,12 +90,21 @@ def analysed_runs(spec: dict[str, Any], params: dict[str, Any]) -> list:
     return [run for run in runs if run.variant in spec["variants"]]
 
 
-def analyse(name: str, params: dict[str, Any], device: str = "cpu", progress: bool | None = None) -> None:
+def analyse(name: str, params: dict[str, Any], device: str = "cpu", progress: bool | None = None,
+            only: list[str] | None = None) -> None:
     """Measure every run of analysis `name`'s experiment on `device` and write its per-run files;
-    `progress`: bars of the long loops on stderr (see cod.progress)."""
+    `only`: just these runs (`<variant>_s<seed>`), the others' files left as they are (runs that
+    finish one by one are measured while their weights are here); `progress`: bars of the long
+    loops on stderr (see cod.progress)."""
     spec = analysis_settings(name, params)
     profile = params["profile"]
     runs = analysed_runs(spec, params)
+    if only is not None:
+        unknown = sorted(set(only) - {run.name for run in runs})
+        if unknown:
+            raise ConfigError(f"--runs {','.join(unknown)}: not runs of analysis {name} under profile {profile!r}; "
+                              f"allowed: {', '.join(run.name for run in runs)}")
+        runs = [run for run in runs if run.name in only]
     longest = max(spec["attention_lengths"] or [0])
     too_short = {run.name: run.config.model.max_seq_len for run in runs if run.config.model.max_seq_len < longest}
     if too_short:
@@ -334,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", choices=PROFILES, help="the profile to use (default: params.yaml's)")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction,
                         help="progress bars of the long loops on stderr (default: when stderr is a terminal)")
+    parser.add_argument("--runs", type=lambda text: text.split(","),
+                        help="only these runs (comma-separated <variant>_s<seed>); the others' files stay")
     args = parser.parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
@@ -345,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"open_weights needs a model; allowed: {', '.join(open_weight_settings(params)['models'])}")
         analyse_open(args.model, params, device, args.progress)
     else:
-        analyse(args.analysis, params, device, args.progress)
+        analyse(args.analysis, params, device, args.progress, args.runs)
     return 0
 
 

@@ -12,8 +12,8 @@ import torch
 
 from conftest import tiny_run
 from cod import experiments
-from cod.analysis import (analysed_runs, analysis_settings, load_analyses, load_attention, load_complete, load_layers,
-                          save_attention, save_layers)
+from cod.analysis import (analyse, analysed_runs, analysis_settings, load_analyses, load_attention, load_complete,
+                          load_layers, save_attention, save_layers)
 from cod.metrics.attention import attention_at_lengths
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.flops import flops_per_token
@@ -152,6 +152,16 @@ def test_an_analysis_measures_the_variants_it_names():
     assert len(analysed_runs(analysis_settings("b_depth", params), params)) == len(resolve_runs("b_depth", params))
     with pytest.raises(ConfigError, match="variants=\\['pre-ln'\\] are not variants of experiments.a_130m"):
         analysed_runs({**spec, "variants": ["pre-ln"]}, params)
+
+
+def test_an_analysis_can_measure_only_some_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr("cod.params.ROOT", tmp_path)  # no weights anywhere
+    params = smoke_params()
+    with pytest.raises(FileNotFoundError, match=r"no weights for \['lns_s0'\]"):  # the others are not asked for
+        analyse("a_130m", params, only=["lns_s0"])
+    with pytest.raises(ConfigError, match="--runs lns_s9: not runs of analysis a_130m under profile 'smoke'; "
+                                          "allowed: pre_ln_s0, lns_s0, post_ln_s0"):
+        analyse("a_130m", params, only=["lns_s9"])
 
 
 def test_fine_tuning_runs_start_from_their_base_runs():
