@@ -1,6 +1,7 @@
 """Experiments of params.yaml (`cod.params`) planned, costed and trained side by side.
 
     python -m cod.experiments plan                          # every run of the profile: done, to train, cost (cod.plan)
+    python -m cod.experiments plan --readme                 # rewrite the README's table of the CPU profiles' costs
     python -m cod.experiments list a_130m                   # one experiment's runs and their settings
     python -m cod.experiments train a_130m                  # what DVC's train@NAME stage runs
     python -m cod.experiments train a_130m --variants pre_ln,lns   # only these variants, every seed
@@ -32,7 +33,8 @@ import torch
 
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
 from cod.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, profile_settings, resolve_runs
-from cod.plan import plan
+from cod.plan import PLAN_MARKERS, plan, readme_block
+from cod.scoreboard import update_readme
 
 
 def datasets_needed(params: dict[str, Any]) -> dict[str, RunConfig]:
@@ -147,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", type=lambda text: text.split(","),
                         help="train: only these variants (comma-separated), every seed of each")
     parser.add_argument("--runs", choices=["todo", "all"], help="plan: also one line per run to train, or per run")
+    parser.add_argument("--readme", action="store_true", help="plan: rewrite the README's table of the CPU profiles")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     parser.add_argument("--profile", choices=PROFILES, help="the profile to use (default: params.yaml's)")
     args = parser.parse_args(argv)
@@ -154,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     params["profile"] = args.profile or params["profile"]
     if args.action == "prepare":
         prepare(params)
+    elif args.action == "plan" and args.readme:
+        if not update_readme(ROOT / "README.md", readme_block(params), PLAN_MARKERS):
+            raise SystemExit(f"README.md lacks the markers {PLAN_MARKERS}")
+        print("README.md: the plan table rewritten")
     elif args.action == "plan":
         plan(params, args.runs)
     elif args.experiment is None:

@@ -43,6 +43,7 @@ SLOW = (
     "test_data.py::test_snapshot_cli_pins_verifies_and_names_a_changed_source",
     "test_experiments.py::test_default_profile_meets_the_miniatures_criterion",
     "test_experiments.py::test_plan_prints_every_experiment_and_the_totals",
+    "test_experiments.py::test_the_readme_plan_table_counts_each_profiles_runs_and_measured_hours",
     "test_fingerprint.py::test_committed_runs_are_complete_under_the_current_code",
     "test_gpu_path.py::test_compiled_model_trains_like_eager",
     "test_gpu_path.py::test_compiled_model_under_fsdp_trains_like_one_eager_process",
