@@ -39,6 +39,7 @@ def tiny_run(tokens_dir, *extra: str) -> list[str]:
 # every name below still names a test.
 SLOW = (
     "test_benchmark.py::test_side_by_side_rounds_give_the_median_ratio_and_its_range",
+    "test_cli.py::test_re_execution_on_the_same_inputs_gives_the_same_bytes",
     "test_data.py::test_pinned_snapshot_matches_the_extraction_code",
     "test_data.py::test_snapshot_cli_pins_verifies_and_names_a_changed_source",
     "test_experiments.py::test_default_profile_meets_the_miniatures_criterion",
