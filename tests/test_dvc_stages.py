@@ -51,7 +51,7 @@ def test_write_replaces_only_the_cod_deps(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------- metrics, plots, the README's graph
 
-A_RUN = "runs/default/a_130m/admin_s0"
+A_RUN = "a_130m/admin_s0"  # under runs/default
 
 
 def dvc_json(*command: str) -> dict:
@@ -61,30 +61,51 @@ def dvc_json(*command: str) -> dict:
     return json.loads(done.stdout)
 
 
-def test_dvc_yaml_lists_the_metrics_and_plots_of_the_runs_on_disk():
+def test_dvc_yaml_lists_the_metrics_and_plots_of_params_yaml():
     assert stages.top_level_now() == stages.top_level_text(), "`python -m cod.stages --write` updates them"
 
 
-def test_dvc_shows_a_runs_final_metrics_the_claims_summary_and_its_curve():
+def test_the_lists_name_a_file_per_profile_and_experiment_never_a_run():
+    lists = stages.top_level()
+    assert lists["metrics"] == ["figures/${profile}/curves/finals.json",
+                                "figures/${headline_profile}/curves/finals.json", stages.CLAIMS_SUMMARY]
+    plots = [next(iter(plot)) for plot in lists["plots"]]
+    assert "figures/${profile}/curves/a_130m.csv" in plots and "figures/${profile}/curves/a6_sft.csv" in plots
+    assert "figures/${headline_profile}/curves/h0_pilot.csv" in plots
+    assert len(plots) == len(set(plots)) == len(stages.experiments())
+
+
+def test_dvc_shows_both_profiles_finals_the_claims_summary_and_a_curve():
     metrics = dvc_json("metrics", "show")[""]["data"]
-    final = json.loads((stages.ROOT / A_RUN / "final.json").read_text())
-    assert metrics[f"{A_RUN}/final.json"]["data"]["val_loss"] == final["val_loss"]
+    final = json.loads((curves.RUNS / "default" / A_RUN / "final.json").read_text())
+    assert metrics["figures/default/curves/finals.json"]["data"][A_RUN]["val_loss"] == final["val_loss"]
+    assert metrics["figures/headline/curves/finals.json"]["data"], "no headline run"
     summary = json.loads((stages.ROOT / "figures/default/claims/summary.json").read_text())
     assert metrics["figures/default/claims/summary.json"]["data"] == summary
     assert summary["papers"]["all"]["total"] > 0
-    [plot] = dvc_json("plots", "show", "training loss default/a_130m")["data"]["training loss default/a_130m"]
-    points = [p for p in plot["content"]["data"]["values"] if p["filename"] == "admin_s0.json"]
-    history = [json.loads(line) for line in (stages.ROOT / A_RUN / "history.jsonl").read_text().splitlines()]
-    assert [(p["step"], p["loss"]) for p in points] == [(r["step"], r["loss"]) for r in history if "loss" in r]
+    plot_id = "figures/default/curves/a_130m.csv"
+    [plot] = dvc_json("plots", "show")["data"][plot_id]  # not `show PATH`: DVC then numbers the rows as steps
+    points = [(int(p["step"]), float(p["loss"])) for p in plot["content"]["data"]["values"] if p["run"] == "admin_s0"]
+    assert points == curves.loss_rows(curves.RUNS / "default" / A_RUN / "history.jsonl")
+    assert plot["content"]["encoding"]["color"] == {"field": "run", "type": "nominal"}  # .dvc/plots/loss_by_run.json
 
 
-def test_a_curve_keeps_the_loss_rows_under_the_runs_full_name(tmp_path):
-    run = tmp_path / "runs" / "default" / "b_weight_decay" / "wd0.01_s0"
-    run.mkdir(parents=True)
-    (run / "history.jsonl").write_text('{"step": 0, "resid_var": [1.0]}\n{"step": 10, "loss": 7.5, "lr": 0.1}\n')
-    [written] = curves.write_curves(tmp_path / "runs", tmp_path / "curves")
-    assert written == tmp_path / "curves" / "default" / "b_weight_decay" / "wd0.01_s0.json"
-    assert json.loads(written.read_text()) == [{"step": 10, "loss": 7.5}]
+def test_curves_are_a_table_per_experiment_and_the_finals_of_each_run(tmp_path):
+    runs = tmp_path / "runs"
+    for run, loss in (("wd0.01_s0", 7.123456), ("wd0_s0", 6.5)):
+        (runs / "b_weight_decay" / run).mkdir(parents=True)
+        (runs / "b_weight_decay" / run / "history.jsonl").write_text(
+            f'{{"step": 0, "resid_var": [1.0]}}\n{{"step": 10, "loss": {loss}, "lr": 0.1}}\n')
+    (runs / "b_weight_decay" / "wd0_s0" / "final.json").write_text(json.dumps(
+        {"name": "b_weight_decay/wd0_s0", "status": "completed", "diverged_at": None, "val_loss": 6.4, "seed": 0,
+         "behaviour": "84d2f38fa37fc6e2", "device": "cpu"}))
+    out = tmp_path / "figures" / "default" / "curves"
+    (out / "gone").mkdir(parents=True)  # what an earlier run wrote goes
+    written = curves.write_curves(runs, out)
+    assert sorted(written) == sorted(out.iterdir()) == [out / "b_weight_decay.csv", out / "finals.json"]
+    assert (out / "b_weight_decay.csv").read_text() == "run,step,loss\nwd0.01_s0,10,7.1235\nwd0_s0,10,6.5\n"
+    assert json.loads((out / "finals.json").read_text()) == {
+        "b_weight_decay/wd0_s0": {"status": "completed", "val_loss": 6.4, "seed": 0}}
 
 
 def test_stages_of_the_same_neighbours_are_one_node_and_groups_one_each():
