@@ -17,8 +17,11 @@ executed notebook, e.g. on a fresh clone. With `--output DIR/OUT.ipynb` the HTML
 it and the figures to `DIR/OUT_figures/` (or `-p figures_dir=...`, relative to the
 repository), so that trying a notebook leaves the committed figures alone. Cells' output is
 shown as they run; the executed notebook records paths relative to the repository, none of
-this machine's. The executed .ipynb keeps its parameters cell, so plain papermill works on it
-too (from the repository; without figures_dir it draws into the committed figures):
+this machine's, and re-executing it on the same inputs gives the same bytes: cell ids come from
+the notebook's name and each cell's source, papermill's timings are dropped and floats in text
+outputs keep 10 significant digits (`stabilise`). The executed .ipynb keeps its parameters
+cell, so plain papermill works on it too (from the repository; without figures_dir it draws
+into the committed figures):
 
     papermill notebooks/executed/default/a4_variance_dynamics.ipynb /tmp/a4.ipynb \\
         -y "steps_to_show: [0.5, 1.0]" -p figures_dir /tmp/a4_figures
@@ -32,10 +35,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import logging
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,6 +59,11 @@ KERNEL_ENVIRONMENT = {
     "PYTHONWARNINGS": "ignore:IProgress not found",  # tqdm.auto's TqdmWarning when ipywidgets is absent
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' loading bars: noise in the outputs
 }
+SIGNIFICANT = 10  # digits a float keeps in a text output: far more than any claim reads, fewer than
+# the last digits of a repr that summation order or thread count may change
+LONG_FLOAT = re.compile(r"(?<![\w.])\d+\.\d+(?:[eE][-+]?\d+)?(?!\w|\.\d)")  # not inside a word or version
+JSON_OUTPUTS = ("application/json", "application/scrapbook.scrap.json+json")  # data whose floats are rounded
+TIMINGS = ("duration", "start_time", "end_time")  # papermill's, in the notebook's and each cell's metadata
 
 
 def load_source(name: str):
@@ -166,7 +177,7 @@ def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | N
     with environment(KERNEL_ENVIRONMENT):
         papermill.execute_notebook(notebook, str(output), parameters=parameters, cwd=str(ROOT),
                                    kernel_name="python3", progress_bar=True, log_output=True)
-    record_paths(output, NOTEBOOKS / f"{name}.py")
+    tidy(output, name)
     warn_machine_paths(output)
     render_html(output)
     return output
@@ -197,12 +208,80 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def record_paths(executed: Path, source: Path) -> None:
+def tidy(executed: Path, name: str) -> None:
+    """Rewrite the executed notebook NAME at `executed` with relative paths (`record_paths`) and
+    stable bytes (`stabilise`)."""
+    notebook = nbformat.read(executed, as_version=4)
+    record_paths(notebook, NOTEBOOKS / f"{name}.py", executed)
+    stabilise(notebook, name)
+    nbformat.write(notebook, executed)
+
+
+def record_paths(notebook, source: Path, executed: Path) -> None:
     """Record the source and executed notebook's paths relative to the repository (papermill
     records the absolute output path and, given a notebook object, the whole notebook as input)."""
-    notebook = nbformat.read(executed, as_version=4)
     notebook.metadata.papermill.update(input_path=relative(source), output_path=relative(executed))
-    nbformat.write(notebook, executed)
+
+
+def stabilise(notebook, name: str) -> None:
+    """Make notebook NAME's bytes depend on its sources and results only: stable cell ids, no
+    timings, floats of text and JSON outputs rounded. Images are left as they are."""
+    for cell, cell_id in zip(notebook.cells, cell_ids(name, [c.source for c in notebook.cells])):
+        cell.id = cell_id
+        cell.metadata.pop("execution", None)  # the kernel's timestamps
+        for key in TIMINGS:
+            cell.metadata.get("papermill", {}).pop(key, None)
+        for output in cell.get("outputs", []):
+            round_output(output)
+    for key in TIMINGS:
+        notebook.metadata.get("papermill", {}).pop(key, None)
+
+
+def cell_ids(name: str, sources: list[str]) -> list[str]:
+    """A cell id for each of notebook NAME's cell `sources`: a hash of the name, the source and how
+    many cells before it have the same source. Editing, adding or moving a cell changes no
+    other cell's id (an index would renumber every cell below)."""
+    seen: Counter[str] = Counter()
+    ids = []
+    for source in sources:
+        ids.append(hashlib.sha256(f"{name}\0{seen[source]}\0{source}".encode()).hexdigest()[:12])
+        seen[source] += 1
+    return ids
+
+
+def round_floats(text: str, digits: int = SIGNIFICANT) -> str:
+    """`text` with every decimal of more than `digits` significant digits rounded to `digits`
+    (a repr's 0.30000000000000004 reads 0.3); shorter ones, formatted on purpose, stay as written."""
+
+    def rounded(match: re.Match) -> str:
+        mantissa = re.split("[eE]", match.group(0))[0]
+        if len(mantissa.replace(".", "").lstrip("0")) <= digits:
+            return match.group(0)
+        return f"{float(match.group(0)):.{digits}g}"
+
+    return LONG_FLOAT.sub(rounded, text)
+
+
+def round_json(value: Any, digits: int = SIGNIFICANT) -> Any:
+    """`value` (parsed JSON) with every float rounded to `digits` significant digits."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {key: round_json(item, digits) for key, item in value.items()}
+    if isinstance(value, list):
+        return [round_json(item, digits) for item in value]
+    return value
+
+
+def round_output(output) -> None:
+    """Round the floats of one cell output in place: a stream's text, text/* and JSON data."""
+    if output.output_type == "stream":
+        output.text = round_floats(output.text)
+    for mime, data in output.get("data", {}).items():
+        if mime.startswith("text/"):
+            output.data[mime] = round_floats(data)
+        elif mime in JSON_OUTPUTS:
+            output.data[mime] = round_json(data)
 
 
 def warn_machine_paths(executed: Path) -> None:

@@ -83,6 +83,13 @@ def summary(table: pd.DataFrame, by: str = "paper") -> pd.DataFrame:
     return counts
 
 
+def summary_json(papers: pd.DataFrame, ours: pd.DataFrame) -> str:
+    """The verdict counts per paper of the papers' claims and of our readings (`summary` tables) as
+    JSON, the claims summary `dvc metrics show` prints: {"papers": {"A": {"reproduced": 14, ...}}}."""
+    counts = {"papers": papers.to_dict("index"), "ours": ours.to_dict("index")}
+    return json.dumps(counts, indent=1, default=int) + "\n"
+
+
 def markdown(frame: pd.DataFrame, index: bool = True) -> str:
     """A GitHub Markdown table of `frame` (pipes in cells escaped)."""
     frame = frame.reset_index() if index else frame

@@ -61,6 +61,7 @@ ours_by_paper = scoreboard.summary(our_readings, "paper")
 by_paper.to_csv(out / "summary_by_paper.csv")
 ours_by_paper.to_csv(out / "summary_of_our_readings.csv")
 by_notebook.to_csv(out / "summary_by_notebook.csv")
+(out / "summary.json").write_text(scoreboard.summary_json(by_paper, ours_by_paper))  # `dvc metrics show`
 print(f"profile={profile}: {len(table)} claims from {table['notebook'].nunique()} notebooks: "
       f"{len(paper_claims)} of the papers, {len(our_readings)} readings of ours")
 display(by_paper)

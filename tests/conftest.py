@@ -39,8 +39,11 @@ def tiny_run(tokens_dir, *extra: str) -> list[str]:
 # every name below still names a test.
 SLOW = (
     "test_benchmark.py::test_side_by_side_rounds_give_the_median_ratio_and_its_range",
+    "test_cli.py::test_re_execution_on_the_same_inputs_gives_the_same_bytes",
     "test_data.py::test_pinned_snapshot_matches_the_extraction_code",
     "test_data.py::test_snapshot_cli_pins_verifies_and_names_a_changed_source",
+    "test_dvc_stages.py::test_dvc_shows_both_profiles_finals_the_claims_summary_and_a_curve",
+    "test_dvc_stages.py::test_the_readme_graph_is_dvcs_graph_now",
     "test_experiments.py::test_default_profile_meets_the_miniatures_criterion",
     "test_experiments.py::test_plan_prints_every_experiment_and_the_totals",
     "test_experiments.py::test_the_readme_plan_table_counts_each_profiles_runs_and_measured_hours",

@@ -111,3 +111,31 @@ def test_notebook_output_elsewhere_takes_its_figures_along(tiny_repo):
     chosen = tiny_repo / "chosen"
     notebook.execute("tiny", {"figures_dir": "chosen"}, elsewhere)
     assert (chosen / "figure.txt").exists()
+
+
+NOISY = TINY.split("# %%")[0] + """# %% tags=["parameters"]
+profile = "default"
+
+# %%
+import random
+
+from IPython.display import Markdown
+
+noise = 1 + random.random() * 1e-13  # as summation order or thread count may change the last digits
+print("printed", 1 / 3 * noise)
+display(Markdown(f"shown {2 / 3 * noise}."))
+{"returned": 1 / 7 * noise}
+"""
+
+
+def test_re_execution_on_the_same_inputs_gives_the_same_bytes(tiny_repo):
+    """Cell ids, timings and the last digits of floats change from one execution to the next;
+    the executed notebook does not."""
+    (tiny_repo / "notebooks" / "noisy.py").write_text(NOISY)
+    executed = tiny_repo / "notebooks" / "executed" / "default" / "noisy.ipynb"
+    assert notebook.main(["noisy"]) == 0
+    first = executed.read_bytes()
+    assert notebook.main(["noisy"]) == 0
+    assert executed.read_bytes() == first
+    text = first.decode()
+    assert "printed 0.3333333333" in text and "shown 0.6666666667." in text and "'returned': 0.1428571429" in text

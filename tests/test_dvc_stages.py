@@ -1,9 +1,16 @@
 """dvc.yaml's notebook stages against what each notebook imports (cod.stages): a stage depends on
-every `cod` module its notebook reaches, so changing a module marks exactly its notebooks stale."""
+every `cod` module its notebook reaches, so changing a module marks exactly its notebooks stale.
+dvc.yaml's metrics and plots and README.md's pipeline graph are what cod.stages derives now."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from cod import stages
+from cod import curves, stages
 
 NOTEBOOK_STAGES = stages.notebook_stages()
 
@@ -40,3 +47,75 @@ def test_write_replaces_only_the_cod_deps(tmp_path, monkeypatch):
     text = dvc.read_text()
     assert "# Fig. 4" in text and "runs/${profile}/a_130m" in text and "params:\n      - profile" in text
     assert stages.stale_deps(dvc) == {}
+
+
+# ---------------------------------------------------------------- metrics, plots, the README's graph
+
+A_RUN = "a_130m/admin_s0"  # under runs/default
+
+
+def dvc_json(*command: str) -> dict:
+    done = subprocess.run([str(Path(sys.executable).with_name("dvc")), *command, "--json"], cwd=stages.ROOT,
+                          capture_output=True, text=True, timeout=300, check=True,
+                          env={**os.environ, "DVC_NO_ANALYTICS": "1"})
+    return json.loads(done.stdout)
+
+
+def test_dvc_yaml_lists_the_metrics_and_plots_of_params_yaml():
+    assert stages.top_level_now() == stages.top_level_text(), "`python -m cod.stages --write` updates them"
+
+
+def test_the_lists_name_a_file_per_profile_and_experiment_never_a_run():
+    lists = stages.top_level()
+    assert lists["metrics"] == ["figures/${profile}/curves/finals.json",
+                                "figures/${headline_profile}/curves/finals.json", stages.CLAIMS_SUMMARY]
+    plots = [next(iter(plot)) for plot in lists["plots"]]
+    assert "figures/${profile}/curves/a_130m.csv" in plots and "figures/${profile}/curves/a6_sft.csv" in plots
+    assert "figures/${headline_profile}/curves/h0_pilot.csv" in plots
+    assert len(plots) == len(set(plots)) == len(stages.experiments())
+
+
+def test_dvc_shows_both_profiles_finals_the_claims_summary_and_a_curve():
+    metrics = dvc_json("metrics", "show")[""]["data"]
+    final = json.loads((curves.RUNS / "default" / A_RUN / "final.json").read_text())
+    assert metrics["figures/default/curves/finals.json"]["data"][A_RUN]["val_loss"] == final["val_loss"]
+    assert metrics["figures/headline/curves/finals.json"]["data"], "no headline run"
+    summary = json.loads((stages.ROOT / "figures/default/claims/summary.json").read_text())
+    assert metrics["figures/default/claims/summary.json"]["data"] == summary
+    assert summary["papers"]["all"]["total"] > 0
+    plot_id = "figures/default/curves/a_130m.csv"
+    [plot] = dvc_json("plots", "show")["data"][plot_id]  # not `show PATH`: DVC then numbers the rows as steps
+    points = [(int(p["step"]), float(p["loss"])) for p in plot["content"]["data"]["values"] if p["run"] == "admin_s0"]
+    assert points == curves.loss_rows(curves.RUNS / "default" / A_RUN / "history.jsonl")
+    assert plot["content"]["encoding"]["color"] == {"field": "run", "type": "nominal"}  # .dvc/plots/loss_by_run.json
+
+
+def test_curves_are_a_table_per_experiment_and_the_finals_of_each_run(tmp_path):
+    runs = tmp_path / "runs"
+    for run, loss in (("wd0.01_s0", 7.123456), ("wd0_s0", 6.5)):
+        (runs / "b_weight_decay" / run).mkdir(parents=True)
+        (runs / "b_weight_decay" / run / "history.jsonl").write_text(
+            f'{{"step": 0, "resid_var": [1.0]}}\n{{"step": 10, "loss": {loss}, "lr": 0.1}}\n')
+    (runs / "b_weight_decay" / "wd0_s0" / "final.json").write_text(json.dumps(
+        {"name": "b_weight_decay/wd0_s0", "status": "completed", "diverged_at": None, "val_loss": 6.4, "seed": 0,
+         "behaviour": "84d2f38fa37fc6e2", "device": "cpu"}))
+    out = tmp_path / "figures" / "default" / "curves"
+    (out / "gone").mkdir(parents=True)  # what an earlier run wrote goes
+    written = curves.write_curves(runs, out)
+    assert sorted(written) == sorted(out.iterdir()) == [out / "b_weight_decay.csv", out / "finals.json"]
+    assert (out / "b_weight_decay.csv").read_text() == "run,step,loss\nwd0.01_s0,10,7.1235\nwd0_s0,10,6.5\n"
+    assert json.loads((out / "finals.json").read_text()) == {
+        "b_weight_decay/wd0_s0": {"status": "completed", "val_loss": 6.4, "seed": 0}}
+
+
+def test_stages_of_the_same_neighbours_are_one_node_and_groups_one_each():
+    edges = {("prepare", "train@*"), ("train@*", "a0"), ("train@*", "a4"), ("train@*", "b1"),
+             ("a0", "claims"), ("a4", "claims"), ("b1", "claims"), ("prepare", "b1")}
+    assert stages.group("train@a_130m") == "train@*" and stages.group("claims") == "claims"
+    text = stages.mermaid(edges)
+    assert '["a0<br/>a4"]' in text and '["b1"]' in text
+    assert text.count("-->") == 6 and text.startswith("```mermaid\nflowchart LR\n")
+
+
+def test_the_readme_graph_is_dvcs_graph_now():
+    assert stages.readme_graph() == stages.graph_block(), "`python -m cod.stages --write` redraws it"

@@ -5,6 +5,7 @@ import re
 import shlex
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 
@@ -96,3 +97,49 @@ def test_a_missing_result_names_the_command_for_the_profile_asked(tmp_path):
     (other / "history.jsonl").write_text("")
     with pytest.raises(FileNotFoundError, match=re.escape(command.replace("a_130m", "b_depth"))):
         load_ladder([Rung("d12", "b_depth", "d12")], tmp_path / "runs" / "paper", tmp_path / "analyses")
+
+
+# ---------------------------------------------------------------- stable bytes
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("RMS {'power': 0.0259901567374697, 'log': inf}", "RMS {'power': 0.02599015674, 'log': inf}"),
+    ("sum 0.30000000000000004.", "sum 0.3."),  # a sentence's full stop is no digit
+    ("-1.0000000000000002e-05", "-1e-05"),
+    ("beta = 1.09 [1.05, 1.13]; 0.1234567891", "beta = 1.09 [1.05, 1.13]; 0.1234567891"),  # written on purpose
+    ("v1.2.345678901234, run_0.12345678901234", "v1.2.345678901234, run_0.12345678901234"),  # no decimals
+    ("at 2026-11-25T14:04:22.153904", "at 2026-11-25T14:04:22.153904"),
+])
+def test_long_floats_keep_ten_significant_digits_and_short_ones_stay(text, expected):
+    assert notebook.round_floats(text) == expected
+
+
+def test_json_outputs_are_rounded_and_images_left_alone():
+    output = nbformat.v4.new_output("display_data", data={
+        "text/plain": "0.6666666666666666", "application/json": {"x": [0.1 + 0.2, 3, "0.1111111111111"]},
+        "image/svg+xml": "<svg width='0.6666666666666666'/>"})
+    notebook.round_output(output)
+    assert output.data["text/plain"] == "0.6666666667"
+    assert output.data["application/json"] == {"x": [0.3, 3, "0.1111111111111"]}
+    assert output.data["image/svg+xml"] == "<svg width='0.6666666666666666'/>"
+
+
+def test_a_cell_id_follows_its_source_not_its_place():
+    ids = notebook.cell_ids("a4", ["import x", "print(1)", "import x"])
+    assert len(set(ids)) == 3 and all(re.fullmatch(r"[0-9a-f]{12}", i) for i in ids)
+    assert notebook.cell_ids("a4", ["# new", "import x", "print(2)", "import x"]) == [
+        notebook.cell_ids("a4", ["# new"])[0], ids[0], notebook.cell_ids("a4", ["print(2)"])[0], ids[2]]
+    assert notebook.cell_ids("b1", ["import x"])[0] != ids[0]
+
+
+def test_stabilise_drops_the_timings_and_keeps_the_outcome():
+    cell = nbformat.v4.new_code_cell("1", metadata={
+        "execution": {"iopub.execute_input": "2026-11-25T14:04:22Z"},
+        "papermill": {"duration": 0.5, "start_time": "t0", "end_time": "t1", "status": "completed", "exception": False}})
+    nb = nbformat.v4.new_notebook(cells=[cell], metadata={
+        "papermill": {"duration": 15.1, "start_time": "t0", "end_time": "t1", "parameters": {"profile": "default"}}})
+    notebook.stabilise(nb, "a4")
+    assert cell.metadata == {"papermill": {"status": "completed", "exception": False}}
+    assert nb.metadata.papermill == {"parameters": {"profile": "default"}}
+    assert cell.id == notebook.cell_ids("a4", ["1"])[0]
+    nbformat.validate(nb)
