@@ -1,7 +1,8 @@
 # The two set-up commands of the README:
-#   make repro      install everything, rebuild the pinned corpus, print the plan, `dvc repro` (params.yaml's profile)
+#   make repro      install everything, rebuild the pinned corpus, print the plan, `dvc repro` of the default profile's stages
 #   make test       install everything, run the test suite (what CI runs)
 #   make test-fast  the same without the tests marked slow (the inner loop)
+#   make repro-headline  as make repro, for the headline profile's stages (many more core-hours)
 # and, on a fresh clone (no weights), without training:
 #   make notebooks  re-execute every notebook from the committed runs and analyses
 #   make plan       every run of the profile: done, weights missing, to train, and the estimated cost
@@ -16,7 +17,7 @@ BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install repro test test-fast test-floor benchmark notebooks plan html site gpu-lease
+.PHONY: install repro repro-headline test test-fast test-floor benchmark notebooks plan html site gpu-lease
 
 install: $(VENV)/.installed
 
@@ -28,10 +29,22 @@ $(VENV)/.installed: pyproject.toml requirements-offline.txt
 	$(BIN)/pip install --quiet --no-deps -r requirements-offline.txt
 	touch $@
 
+# `dvc repro` of one profile's stages: the default profile's (make repro) or the headline profile's
+# (make repro-headline, many more core-hours: `make plan` prices both); the curves stage reads both
+# profiles' committed runs, so it runs alone (--single-item) and never trains the other profile
+DEFAULT_STAGES := prepare 'train@*' 'finetune@*' 'analyse@*' 'analyse_open@*' 'a[0-9]*' 'b[0-9]*' claims
+HEADLINE_STAGES := prepare 'train_headline@*' 'analyse_headline@*' 'h[0-9]*'
 repro: install
 	$(BIN)/python -m cod.data.snapshot
 	$(BIN)/python -m cod.experiments plan --runs todo
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --glob $(DEFAULT_STAGES)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item curves
+
+repro-headline: install
+	$(BIN)/python -m cod.data.snapshot
+	$(BIN)/python -m cod.experiments plan --runs todo --profile headline
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --glob $(HEADLINE_STAGES)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item curves
 
 notebooks: install
 	$(BIN)/python -m cod.data.snapshot

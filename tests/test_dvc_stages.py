@@ -4,13 +4,16 @@ dvc.yaml's metrics and plots and README.md's pipeline graph are what cod.stages 
 
 import json
 import os
+import re
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
+import yaml
 
-from cod import curves, stages
+from cod import ROOT, curves, stages
 
 NOTEBOOK_STAGES = stages.notebook_stages()
 
@@ -119,3 +122,33 @@ def test_stages_of_the_same_neighbours_are_one_node_and_groups_one_each():
 
 def test_the_readme_graph_is_dvcs_graph_now():
     assert stages.readme_graph() == stages.graph_block(), "`python -m cod.stages --write` redraws it"
+
+
+def stage_names() -> list[str]:
+    """Every stage of dvc.yaml as DVC names it, a foreach stage once per key of its params.yaml section."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    names = []
+    for name, stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].items():
+        if "foreach" in stage:
+            section = params
+            for key in stage["foreach"].strip("${}").split("."):  # ${open_weights.models}: a nested list
+                section = section[key]
+            names += [f"{name}@{key}" for key in section]
+        else:
+            names.append(name)
+    return names
+
+
+def test_make_repro_reproduces_one_profile_and_curves_alone():
+    """The Makefile's globs split dvc.yaml's stages: each stage is one profile's, never both's, and
+    only `curves`, which reads both profiles' committed runs, is left to run alone (--single-item)."""
+    makefile = (ROOT / "Makefile").read_text()
+    globs = {target: re.search(rf"^{target} := (.*)$", makefile, flags=re.M).group(1).replace("'", "").split()
+             for target in ("DEFAULT_STAGES", "HEADLINE_STAGES")}
+    for name in stage_names():
+        matched = [t for t, patterns in globs.items() if any(fnmatch(name, p) for p in patterns if p != "prepare")]
+        expected = [] if name in ("prepare", "curves") else \
+            ["HEADLINE_STAGES"] if name.startswith(("train_headline@", "analyse_headline@", "h0_", "h1_")) else \
+            ["DEFAULT_STAGES"]
+        assert matched == expected, name
+    assert "dvc repro --single-item curves" in makefile
