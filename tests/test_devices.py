@@ -141,7 +141,7 @@ def test_analyses_and_evaluation_run_on_a_gpu():
 
 def test_the_analysis_runs_on_the_device_asked_for(monkeypatch, capsys):
     devices = []
-    monkeypatch.setattr(analysis, "analyse", lambda name, params, device, progress: devices.append(device))
+    monkeypatch.setattr(analysis, "analyse", lambda name, params, device, progress, only: devices.append(device))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     analysis.main(["b_depth"])
     analysis.main(["b_depth", "--device", "cpu"])

@@ -70,6 +70,6 @@ def test_the_default_follows_whether_stderr_is_a_terminal(capsys, monkeypatch):
 @pytest.mark.parametrize("flag, progress", [([], None), (["--progress"], True), (["--no-progress"], False)])
 def test_the_analysis_command_passes_its_progress_flag(flag, progress, monkeypatch):
     asked = []
-    monkeypatch.setattr(analysis, "analyse", lambda name, params, device, progress: asked.append(progress))
+    monkeypatch.setattr(analysis, "analyse", lambda name, params, device, progress, only: asked.append(progress))
     analysis.main(["b_depth", "--device", "cpu", *flag])
     assert asked == [progress]
