@@ -6,12 +6,14 @@
     python -m cod.notebook --html       # an HTML copy of every executed notebook (`make html`)
 
 Sources are jupytext percent files (`notebooks/NAME.py`, diff-friendly). The parameters
-are `profile` plus `notebooks.NAME` from params.yaml, then `-p` overrides; every name must
-exist in the notebook's cell tagged `parameters`, every value must have the type of its
-default there (an int for a float; anything for a default of None) and `profile` must be a
-profile of params.yaml, or the run stops before executing anything. The executed notebook
-and an HTML rendering go to `notebooks/executed/<profile>/`, figures to
-`figures/<profile>/NAME/`. Only the executed notebook is committed (it holds its figures):
+are `profile` plus `notebooks.NAME` from params.yaml, then that entry's `profiles:` block for
+the profile the notebook runs under (its sample sizes: `profiles: {smoke: {...}, paper: {...}}`),
+then `-p` overrides; every name must exist in the notebook's cell tagged `parameters`, every
+value must have the type of its default there (an int for a float; anything for a default of
+None), `profile` and every `profiles:` key must be a profile of params.yaml, or the run stops
+before executing anything. The executed notebook and an HTML rendering go to
+`notebooks/executed/<profile>/`, figures to `figures/<profile>/NAME/`. Only the executed
+notebook is committed (it holds its figures):
 the HTML copies are ignored by git and are no DVC outputs; `--html` renders them for every
 executed notebook, e.g. on a fresh clone. With `--output DIR/OUT.ipynb` the HTML goes beside
 it and the figures to `DIR/OUT_figures/` (or `-p figures_dir=...`, relative to the
@@ -99,10 +101,43 @@ def load_params() -> dict[str, Any]:
     return yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
-def stage_parameters(name: str) -> dict[str, Any]:
-    """What params.yaml passes to notebook NAME: `profile` and `notebooks.NAME`."""
-    params = load_params()
-    return {"profile": params["profile"], **(params.get("notebooks", {}).get(name) or {})}
+def notebook_entry(name: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """`notebooks.NAME` of params.yaml: its parameters, and its `profiles:` block (overrides by profile)."""
+    entry = dict((load_params().get("notebooks") or {}).get(name) or {})
+    return entry, entry.pop("profiles", None) or {}
+
+
+def stage_parameters(name: str, profile: str | None = None) -> dict[str, Any]:
+    """What params.yaml passes to notebook NAME run under `profile` (None: the entry's own, else
+    params.yaml's): `profile`, `notebooks.NAME`, then that entry's overrides for the profile."""
+    entry, by_profile = notebook_entry(name)
+    own = entry.pop("profile", None)
+    profile = profile or own or load_params()["profile"]
+    return {"profile": profile, **entry, **by_profile.get(profile, {})}
+
+
+def checked_profile_blocks(name: str, declared: dict[str, Any]) -> None:
+    """Refuse a `profiles:` block of `notebooks.NAME` whose key is no profile of params.yaml or
+    whose override is no parameter of the notebook (besides `profile`) or of the wrong type."""
+    _, by_profile = notebook_entry(name)
+    profiles = load_params()["profiles"]
+    settable = {key: value for key, value in declared.items() if key != "profile"}
+    for profile, overrides in by_profile.items():
+        where = f"notebooks.{name}.profiles.{profile}"
+        if profile not in profiles:
+            raise ConfigError(f"{where}: {profile!r} is not a profile; allowed: {', '.join(profiles)}")
+        try:
+            checked_parameters(overrides or {}, settable, name)
+        except ConfigError as error:
+            raise ConfigError(f"{where}: {error}") from None
+
+
+def resolved_parameters(name: str, declared: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """The parameters notebook NAME executes with, checked: params.yaml's for the profile it runs
+    under (`stage_parameters`), then `overrides` (the command line's, which win)."""
+    checked_profile_blocks(name, declared)
+    given = {**stage_parameters(name, overrides.get("profile")), **overrides}
+    return checked_parameters(given, declared, name)
 
 
 def type_name(default: Any) -> str:
@@ -167,7 +202,7 @@ def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | N
 
     notebook = load_source(name)
     declared = declared_parameters(notebook)
-    parameters = checked_parameters({**stage_parameters(name), **(overrides or {})}, declared, name)
+    parameters = resolved_parameters(name, declared, overrides or {})
     default = EXECUTED / str(parameters["profile"]) / f"{name}.ipynb"
     output = Path(output or default).resolve()
     if output != default and "figures_dir" in declared:

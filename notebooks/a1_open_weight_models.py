@@ -53,17 +53,19 @@
 # `b9_open_weight_scores`.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: sets the counts below left at None
+profile = "default"  # smoke | default | paper; params.yaml's notebooks.a1_open_weight_models.profiles sets the counts
 figures_dir = None  # default: figures/<profile>/a1_open_weight_models
-models = None  # names in cod.eval.pretrained.PRETRAINED (smoke: all but Qwen, the costliest; default: all five)
-seq_len = None  # tokens per window (smoke 32, default 128)
-text_tokens = None  # BBC tokens per model for removal and angular distance (smoke 64, default 512)
-groups = None  # disjoint groups of windows the verdicts are checked on (smoke 2, default 4)
-arc_limit = None  # ARC-Easy items for the accuracy drop of the decoder; 0 skips it (smoke 0, default 50)
+# names in cod.eval.pretrained.PRETRAINED; all five take about 35 minutes on this 2-core CPU, Qwen2.5-Coder-0.5B
+# half of it (a 24 x 896 stack, a 152K vocabulary, 896 backward passes per Jacobian)
+models = ["smollm2-135m", "qwen2.5-coder-0.5b", "gemma3-270m", "all-minilm-l6-v2", "all-mpnet-base-v2"]
+seq_len = 128  # tokens per window
+text_tokens = 512  # BBC tokens per model for removal and angular distance
+groups = 4  # disjoint groups of windows the verdicts are checked on
+arc_limit = 50  # ARC-Easy items for the accuracy drop of the decoder; 0 skips it
 arc_layers = None  # removed blocks of the first decoder scored on ARC-Easy, 0-based (default: first, middle, last)
-jacobian_sequences = None  # sequences per block Jacobian, one token sampled in each (smoke 2, default 4)
+jacobian_sequences = 4  # sequences per block Jacobian, one token sampled in each
 jacobian_seq_len = 16  # tokens per Jacobian sequence
-jacobian_blocks = None  # evenly spaced blocks whose Jacobian is computed, first and last included (smoke 2, default 8)
+jacobian_blocks = 8  # evenly spaced blocks whose Jacobian is computed, first and last included
 threads = 1  # torch threads: one is fastest on the shared 2-core CPU (two collapse under load)
 
 # %%
@@ -92,23 +94,6 @@ from cod.metrics.pruning import layer_removal
 from cod.metrics.stream import residual_stream
 from cod.verdicts import INCONCLUSIVE, Claims, Verdict
 
-ALL = ["smollm2-135m", "qwen2.5-coder-0.5b", "gemma3-270m", "all-minilm-l6-v2", "all-mpnet-base-v2"]
-# default: about 35 minutes on this 2-core CPU, Qwen2.5-Coder-0.5B half of it (a 24 x 896 stack, a 152K
-# vocabulary, 896 backward passes per Jacobian)
-SCALE = {
-    "smoke": dict(models=[m for m in ALL if m != "qwen2.5-coder-0.5b"], seq_len=32, text_tokens=64, groups=2,
-                  arc_limit=0, jacobian_sequences=2, jacobian_blocks=2),
-    "default": dict(models=ALL, seq_len=128, text_tokens=512, groups=4, arc_limit=50, jacobian_sequences=4,
-                    jacobian_blocks=8),
-    # the paper's scale where it can be had (all ARC-Easy items, every block); many hours on this CPU
-    "paper": dict(models=ALL, seq_len=256, text_tokens=32768, groups=8, arc_limit=570, jacobian_sequences=32,
-                  jacobian_blocks=30),
-}
-if profile not in SCALE:
-    raise ValueError(f"profile={profile!r}; allowed: {', '.join(SCALE)}")
-for key, value in SCALE[profile].items():
-    if globals()[key] is None:
-        globals()[key] = value
 torch.manual_seed(0)
 torch.set_num_threads(threads)
 texts = [r["text"] for r in read_source(Path("data/raw"), "bbc")]

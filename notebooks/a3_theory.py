@@ -60,11 +60,32 @@
 # says why).
 
 # %% tags=["parameters"]
-profile = "default"  # "smoke" (seconds, for tests) | "default" (the committed run) | "paper" (larger samples)
+profile = "default"  # smoke | default | paper; params.yaml's notebooks.a3_theory.profiles sets the counts below
 figures_dir = None  # default: figures/<profile>/a3_theory
 analyses_dir = None  # trained-model analyses (a_130m, a_250m); default: analyses/<profile>
 seed = 0
 torch_threads = 1  # one thread per process is fastest on the shared 2-core CPU
+n_boot = 300  # bootstrap resamples of every fitted exponent
+var_layers = 96  # section 1, variance against depth: blocks per random stack
+var_samples = 48  # stacks drawn
+var_d = 64  # their width
+var_tokens = 16  # their tokens
+input_stds = [0.3, 1.0, 3.0, 10.0, 30.0]  # input scales of the local law
+jac_layers = 64  # Jacobian products: blocks per stack
+jac_samples = 12  # stacks drawn
+jac_d = 32  # their width (also of the identity-approach and query-gradient stacks)
+jac_tokens = 4  # their tokens
+id_samples = 12  # identity approach: draws per input scale
+id_stds = [0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0]  # its input scales
+qg_depths = [1, 2, 4, 8, 16, 32]  # query gradient: stack depths
+qg_samples = 6  # draws per depth
+qg_iter = 15  # power iterations per gradient norm
+lm_layers = 16  # tiny trained LM: blocks
+lm_d = 64  # its width
+lm_steps = 150  # Adam steps
+lm_batch = 16  # sequences per step
+lm_seq = 32  # tokens per sequence
+lm_jac_tokens = 8  # tokens of its block Jacobians
 
 # %%
 figures_dir = figures_dir or f"figures/{profile}/a3_theory"
@@ -84,18 +105,24 @@ from IPython.display import Markdown, display
 import cod.verdicts
 from cod import plots
 from cod.analysis import load_analyses
-from cod.theory import attention, bounds, claims, fits, jacobians, profiles, real_stack, residual_variance
+from cod.theory import attention, bounds, claims, fits, jacobians, real_stack, residual_variance
 from cod.theory.stack import StackConfig, simulate
 from cod.verdicts import Claims, Verdict, beyond_reach, compare
 
 print(cod.verdicts.__doc__.split("\n\n", 1)[1])
 torch.set_num_threads(torch_threads)
-P = profiles.A3[profile]
 out = Path(figures_dir)
 out.mkdir(parents=True, exist_ok=True)
 t_start = time.time()
 ledger = Claims("A", profile, seeds=[seed])
-results = {"profile": profile, "seed": seed, "settings": P}
+SETTINGS = dict(  # the counts, recorded with the results
+    var_layers=var_layers, var_samples=var_samples, var_d=var_d, var_tokens=var_tokens, input_stds=input_stds,
+    n_boot=n_boot, jac_layers=jac_layers, jac_samples=jac_samples, jac_d=jac_d, jac_tokens=jac_tokens,
+    id_samples=id_samples, id_stds=id_stds, qg_depths=qg_depths, qg_samples=qg_samples, qg_iter=qg_iter,
+    lm_layers=lm_layers, lm_d=lm_d, lm_steps=lm_steps, lm_batch=lm_batch, lm_seq=lm_seq,
+    lm_jac_tokens=lm_jac_tokens,
+)
+results = {"profile": profile, "seed": seed, "settings": SETTINGS}
 
 
 def show(fig, name):
@@ -119,16 +146,16 @@ def show(fig, name):
 
 # %%
 base = StackConfig(
-    d_model=P["var_d"], d_ff=4 * P["var_d"], n_heads=4, n_tokens=P["var_tokens"], n_layers=P["var_layers"]
+    d_model=var_d, d_ff=4 * var_d, n_heads=4, n_tokens=var_tokens, n_layers=var_layers
 )
-runs = {norm: simulate(base.with_(norm=norm), P["var_samples"], seed) for norm in ("pre_ln", "lns")}
+runs = {norm: simulate(base.with_(norm=norm), var_samples, seed) for norm in ("pre_ln", "lns")}
 runs_causal = {
-    norm: simulate(base.with_(norm=norm, attention="causal"), P["var_samples"], seed) for norm in ("pre_ln", "lns")
+    norm: simulate(base.with_(norm=norm, attention="causal"), var_samples, seed) for norm in ("pre_ln", "lns")
 }
-rbound = {norm: residual_variance.rms_bound(base.with_(norm=norm), P["var_samples"], seed) ** 2 for norm in runs}
+rbound = {norm: residual_variance.rms_bound(base.with_(norm=norm), var_samples, seed) ** 2 for norm in runs}
 growth = {}
 for norm, st in {**runs, **{k + "_causal": v for k, v in runs_causal.items()}}.items():
-    beta = residual_variance.growth_exponent(st, n_boot=P["n_boot"], seed=seed)
+    beta = residual_variance.growth_exponent(st, n_boot=n_boot, seed=seed)
     rms = residual_variance.growth_models(st)
     growth[norm] = dict(beta=beta, rms=rms, var_last=float(st.var.mean(0)[-1]), var_first=float(st.var.mean(0)[0]))
     print(f"{norm:14s} beta = {beta}   RMS log-error of best fit: " + ", ".join(f"{k} {v:.3f}" for k, v in rms.items()))
@@ -141,7 +168,7 @@ results["rigorous_bound_ratio_at_L"] = bound_ratio
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
-layer = np.arange(P["var_layers"] + 1)
+layer = np.arange(var_layers + 1)
 for norm, color in (("pre_ln", "C0"), ("lns", "C1")):
     v = runs[norm].var
     m, lo, hi = v.mean(0), *np.percentile(v, [2.5, 97.5], 0)
@@ -174,15 +201,15 @@ show(fig, "variance_vs_depth")
 beta_pre, beta_lns = growth["pre_ln"]["beta"], growth["lns"]["beta"]
 rms_pre, rms_lns = growth["pre_ln"]["rms"], growth["lns"]["rms"]
 display(Markdown(f"""
-**What the figure shows** ({P['var_samples']} stacks, d = {P['var_d']}, {P['var_tokens']} tokens, {P['var_layers']}
+**What the figure shows** ({var_samples} stacks, d = {var_d}, {var_tokens} tokens, {var_layers}
 blocks).
 Pre-LN variance grows as a power law close to linear: sigma^2_l - sigma^2_1 ~ l^{beta_pre} (causal softmax
 attention: l^{growth['pre_ln_causal']['beta'].value:.2f}); the best exponential fits
 {rms_pre['exponential'] / rms_pre['power']:.0f}x worse in log variance (RMS log-error {rms_pre['exponential']:.3f} vs
 {rms_pre['power']:.3f}). The rigorous bound (dotted) holds on every draw ({bound_violations['pre_ln']} violations)
 and is
-itself loose ({bound_ratio['pre_ln']:.0f}x at l = {P['var_layers']}), but it is polynomial. Under LNS the growth
-decelerates: l^{beta_lns} over {P['var_layers']} blocks, with RMS log-errors
+itself loose ({bound_ratio['pre_ln']:.0f}x at l = {var_layers}), but it is polynomial. Under LNS the growth
+decelerates: l^{beta_lns} over {var_layers} blocks, with RMS log-errors
 {', '.join(f'{k} {v:.3f}' for k, v in rms_lns.items())}.
 """))
 
@@ -204,7 +231,7 @@ ledger.add(
     "Theta(L) <= sigma^2 <= Theta(exp(L))",
     Verdict(
         claims.weakest(claims.at_least_verdict(beta_pre, 1.0), claims.upper_law_verdict(rms_pre, "exponential")),
-        f"random Pre-LN stack (uniform attn, ReLU, L={P['var_layers']}): sigma^2_l - sigma^2_1 ~ l^beta, "
+        f"random Pre-LN stack (uniform attn, ReLU, L={var_layers}): sigma^2_l - sigma^2_1 ~ l^beta, "
         f"beta = {beta_pre} (lower bound: {claims.at_least_verdict(beta_pre, 1.0)}); RMS log-error power "
         f"{rms_pre['power']:.3f} vs exponential {rms_pre['exponential']:.3f} (upper bound: "
         f"{claims.upper_law_verdict(rms_pre, 'exponential')}, never approached); causal softmax beta = "
@@ -240,9 +267,9 @@ ledger.add("A-lem41-bounds", "Lemma 4.1",
 # %%
 local = {}
 for norm in ("pre_ln", "lns"):
-    sweep = [simulate(base.with_(norm=norm, input_std=s, n_layers=min(P["var_layers"], 48)), P["var_samples"], seed)
-             for s in P["input_stds"]]
-    local[norm] = residual_variance.local_law(sweep, n_boot=P["n_boot"], seed=seed)
+    sweep = [simulate(base.with_(norm=norm, input_std=s, n_layers=min(var_layers, 48)), var_samples, seed)
+             for s in input_stds]
+    local[norm] = residual_variance.local_law(sweep, n_boot=n_boot, seed=seed)
     print(f"{norm}: b = {local[norm][0]},  c = {local[norm][1]}")
 results["local_law"] = {k: {"b": v[0], "c": v[1]} for k, v in local.items()}
 ledger.add("A-lem32-law", "Lemma 3.2 (eqs. 6, 30-31)",
@@ -251,7 +278,7 @@ ledger.add("A-lem32-law", "Lemma 3.2 (eqs. 6, 30-31)",
            "g_l - 1 ~ sigma_l^-1",
            Verdict(claims.exponent_verdict(local["pre_ln"][0], -1.0, tol=0.15),
                    f"g_l - 1 ~ sigma_l^b l^c with b = {local['pre_ln'][0]}, c = {local['pre_ln'][1]} (input std "
-                   f"{P['input_stds']})"))
+                   f"{input_stds})"))
 ledger.add("A-lem41-law", "Lemma 4.1 (eqs. 13, 54)",
            "Per block under LNS, sigma^2_{x_{l+1}} = sigma^2_{x_l} Theta(1 + 1/(sqrt(l) sigma_{x_l})).",
            "g_l - 1 ~ sigma_l^-1 l^-1/2",
@@ -329,12 +356,12 @@ lower-bound step exp(sum_{{k<L}} 1/(2k)) grows like L^{lower_fit.value:.3f}.
 # fitted against s on the upper half of the range. The law is ||J - I|| ~ s^-1, i.e. (variance)^-1/2.
 
 # %%
-id_cfg = StackConfig(d_model=P["jac_d"], d_ff=4 * P["jac_d"], n_heads=4, n_tokens=max(P["jac_tokens"], 4),
+id_cfg = StackConfig(d_model=jac_d, d_ff=4 * jac_d, n_heads=4, n_tokens=max(jac_tokens, 4),
                      attention="causal", ffn="swiglu")
-stds = np.array(P["id_stds"])
-dev = jacobians.identity_approach(id_cfg, stds, P["id_samples"], seed)
+stds = np.array(id_stds)
+dev = jacobians.identity_approach(id_cfg, stds, id_samples, seed)
 upper = slice(len(stds) // 2, None)
-id_slope = fits.bootstrap(dev[:, upper], lambda d: fits.power_law(stds[upper], d.mean(0)).coef[:1], P["n_boot"], seed)[
+id_slope = fits.bootstrap(dev[:, upper], lambda d: fits.power_law(stds[upper], d.mean(0)).coef[:1], n_boot, seed)[
     0
 ]
 print("||J - I||_2 mean over draws:", np.round(dev.mean(0), 4), "  slope vs input std:", id_slope)
@@ -374,9 +401,9 @@ display(Markdown(f"""
 
 # %%
 jcfg = StackConfig(
-    d_model=P["jac_d"], d_ff=4 * P["jac_d"], n_heads=4, n_tokens=P["jac_tokens"], n_layers=P["jac_layers"]
+    d_model=jac_d, d_ff=4 * jac_d, n_heads=4, n_tokens=jac_tokens, n_layers=jac_layers
 )
-jac = {norm: jacobians.run_jacobians(jcfg.with_(norm=norm), P["jac_samples"], seed) for norm in ("pre_ln", "lns")}
+jac = {norm: jacobians.run_jacobians(jcfg.with_(norm=norm), jac_samples, seed) for norm in ("pre_ln", "lns")}
 A, B = bounds.takase_constants(jcfg.sigma_w, jcfg.d_model, jcfg.d_ff, jcfg.n_heads, jcfg.n_tokens)
 print(
     f"A = {A:.1f}, B = {B:.1f} (eqs. 47-48 at d={jcfg.d_model}, d_ff={jcfg.d_ff}, h={jcfg.n_heads}, s={jcfg.n_tokens}, "
@@ -395,7 +422,7 @@ for norm, r in jac.items():
     depth = np.arange(1, r.prod_norm.shape[1] + 1)
     half = depth >= depth[-1] // 4
     gamma = fits.bootstrap(
-        r.prod_norm[:, half], lambda p: fits.power_law(depth[half], p.mean(0)).coef[:1], P["n_boot"], seed
+        r.prod_norm[:, half], lambda p: fits.power_law(depth[half], p.mean(0)).coef[:1], n_boot, seed
     )[0]
     jres[norm] = dict(
         prod_norm=r.prod_norm.mean(0),
@@ -444,7 +471,7 @@ show(fig, "jacobian_product_vs_depth")
 # %%
 slack = {n: float(jres[n]["log10_eq9"][-1] - np.log10(jres[n]["prod_norm"][-1])) for n in jres}
 display(Markdown(f"""
-**What the figure shows** ({P['jac_samples']} draws, d = {P['jac_d']}, {P['jac_tokens']} tokens, {P['jac_layers']}
+**What the figure shows** ({jac_samples} draws, d = {jac_d}, {jac_tokens} tokens, {jac_layers}
 blocks;
 A = {A:.0f}, B = {B:.0f} from eqs. 47-48). The printed FFN factor of eq. 36/41 (about 1 +
 {jres['pre_ln']['ffn_factor_excess']:.1e}
@@ -453,12 +480,12 @@ here) is below the measured norm of the FFN sublayer's Jacobian on
 and {100 * jres['lns']['ffn_factor_violations']:.0f}% (LNS) of (draw, block); the rigorous factor
 1 + c_l ||W_1|| ||W_2|| / rms(x') is violated on {100 * jres['pre_ln']['rigorous_violations']:.0f}%. The eq. 9 / eq.
 15 bounds
-exceed the measured norm by 10^{slack['pre_ln']:.0f} (Pre-LN) and 10^{slack['lns']:.0f} (LNS) at L = {P['jac_layers']}.
+exceed the measured norm by 10^{slack['pre_ln']:.0f} (Pre-LN) and 10^{slack['lns']:.0f} (LNS) at L = {jac_layers}.
 The measured product grows like L^{jres['pre_ln']['growth_exponent']} under Pre-LN
 ({jres['pre_ln']['prod_norm'][0]:.1f} at
-L = 1, {jres['pre_ln']['prod_norm'][-1]:.0f} at L = {P['jac_layers']}) and like L^{jres['lns']['growth_exponent']}
+L = 1, {jres['pre_ln']['prod_norm'][-1]:.0f} at L = {jac_layers}) and like L^{jres['lns']['growth_exponent']}
 under LNS
-({jres['lns']['prod_norm'][-1]:.0f} at L = {P['jac_layers']}); the deepest block's ||Jbar - I||_F / d is
+({jres['lns']['prod_norm'][-1]:.0f} at L = {jac_layers}); the deepest block's ||Jbar - I||_F / d is
 {jres['lns']['dev_diag'][-1]:.4f} (LNS) vs {jres['pre_ln']['dev_diag'][-1]:.4f} (Pre-LN).
 """))
 
@@ -477,7 +504,7 @@ for norm, item, eq in (("pre_ln", "Theorem 3.3", "eq. 9"), ("lns", "Theorem 4.2"
                f"B/({'l^2 ' if norm == 'lns' else ''}sigma_l^2)) with A, B of eqs. 47-48.",
                f"{eq} holds",
                Verdict(r["bound_verdict"],
-                       f"holds on {100 * (1 - r['product_violations']):.0f}% of (draw, depth); at L={P['jac_layers']} "
+                       f"holds on {100 * (1 - r['product_violations']):.0f}% of (draw, depth); at L={jac_layers} "
                        f"the bound exceeds the measured norm {r['prod_norm'][-1]:.1f} by 10^{slack[norm]:.0f} (A = "
                        f"{A:.0f}, B = {B:.0f}); loose beyond 10x"))
 ledger.add("A-lemA2-ffn-factor", "Lemma A.2 (eqs. 36, 41)",
@@ -586,13 +613,13 @@ Under LNS with sigma^2 ~ l^1.5, ln P is {r11['lns_log_at']['L1e3']:.3f} at L = 1
 # variances.
 
 # %%
-qcfg = StackConfig(d_model=P["jac_d"], d_ff=4 * P["jac_d"], n_heads=4, n_tokens=8, attention="softmax")
-depths = P["qg_depths"]
+qcfg = StackConfig(d_model=jac_d, d_ff=4 * jac_d, n_heads=4, n_tokens=8, attention="softmax")
+depths = qg_depths
 qg = {
-    norm: jacobians.query_gradient_norm(qcfg.with_(norm=norm), depths, P["qg_samples"], seed, P["qg_iter"])
+    norm: jacobians.query_gradient_norm(qcfg.with_(norm=norm), depths, qg_samples, seed, qg_iter)
     for norm in ("pre_ln", "lns")
 }
-q_uniform = jacobians.query_gradient_norm(qcfg.with_(attention="uniform"), depths[:1], P["qg_samples"], seed, 2)[0]
+q_uniform = jacobians.query_gradient_norm(qcfg.with_(attention="uniform"), depths[:1], qg_samples, seed, 2)[0]
 qres = {}
 for norm, (gnorm, rms_x, rms_mid) in qg.items():
     sig = rms_x.mean(0)
@@ -603,7 +630,7 @@ for norm, (gnorm, rms_x, rms_mid) in qg.items():
     pref = bounds.thm43_prefactor(float(sig[0]), qcfg.sigma_w, qcfg.d_model, qcfg.n_heads, qcfg.n_tokens)
     log_bound = np.array([log_prod[dd - 1] + np.log10(pref) for dd in depths])
     gexp = (
-        fits.bootstrap(gnorm, lambda g: fits.power_law(depths, g.mean(0)).coef[:1], P["n_boot"], seed)[0]
+        fits.bootstrap(gnorm, lambda g: fits.power_law(depths, g.mean(0)).coef[:1], n_boot, seed)[0]
         if len(depths) > 2
         else None
     )
@@ -670,22 +697,22 @@ L^{qres['lns']['growth_exponent']} under LNS; under uniform attention it is {flo
 # %%
 ns = [2, 4, 8, 16, 32, 64]
 sws = np.array([0.05, 0.1, 0.2, 0.4])
-cfg1 = base.with_(n_layers=1, d_model=P["var_d"])
-by_n = [simulate(cfg1.with_(n_tokens=n), max(P["var_samples"], 8), seed) for n in ns]
-by_s = [simulate(cfg1.with_(weight_std=s), max(P["var_samples"], 8), seed) for s in sws]
+cfg1 = base.with_(n_layers=1, d_model=var_d)
+by_n = [simulate(cfg1.with_(n_tokens=n), max(var_samples, 8), seed) for n in ns]
+by_s = [simulate(cfg1.with_(weight_std=s), max(var_samples, 8), seed) for s in sws]
 e_attn_n = fits.bootstrap(
-    np.stack([r.var_attn[:, 0] for r in by_n], 1), lambda d: fits.power_law(ns, d.mean(0)).coef[:1], P["n_boot"], seed
+    np.stack([r.var_attn[:, 0] for r in by_n], 1), lambda d: fits.power_law(ns, d.mean(0)).coef[:1], n_boot, seed
 )[0]
 e_attn_s = fits.bootstrap(
-    np.stack([r.var_attn[:, 0] for r in by_s], 1), lambda d: fits.power_law(sws, d.mean(0)).coef[:1], P["n_boot"], seed
+    np.stack([r.var_attn[:, 0] for r in by_s], 1), lambda d: fits.power_law(sws, d.mean(0)).coef[:1], n_boot, seed
 )[0]
 e_ffn_s = fits.bootstrap(
-    np.stack([r.var_ffn[:, 0] for r in by_s], 1), lambda d: fits.power_law(sws, d.mean(0)).coef[:1], P["n_boot"], seed
+    np.stack([r.var_ffn[:, 0] for r in by_s], 1), lambda d: fits.power_law(sws, d.mean(0)).coef[:1], n_boot, seed
 )[0]
 ffn_const = float(np.mean([r.var_ffn[:, 0].mean() / s**4 for r, s in zip(by_s, sws)]))
 lam_ns = [4, 16, 64, 256, 1024, 4096]
-dist, conc = attention.softmax_concentration(lam_ns, max(20 * P["var_samples"], 100), 1.0, seed)
-e_lema1 = fits.mean_exponent(lam_ns, dist, P["n_boot"], seed)
+dist, conc = attention.softmax_concentration(lam_ns, max(20 * var_samples, 100), 1.0, seed)
+e_lema1 = fits.mean_exponent(lam_ns, dist, n_boot, seed)
 n_sum_p2 = conc.mean(0) * np.array(lam_ns)
 print(
     f"Var(Attn) ~ n^{e_attn_n} (eq. 27: n^0),  ~ sigma_W^{e_attn_s} (eq. 27: sigma_W^2);  "
@@ -750,17 +777,17 @@ while N E sum p_i^2 reaches {n_sum_p2[-1]:.2f} at N = {lam_ns[-1]} (e^(s^2) = {n
 
 # %%
 src = real_stack.MarkovSource(64, alpha=0.1, seed=seed)
-eval_idx = src.sample(32, P["lm_seq"], np.random.default_rng(seed + 99))
+eval_idx = src.sample(32, lm_seq, np.random.default_rng(seed + 99))
 lm = {}
 for norm in ("pre_ln", "lns"):
     torch.manual_seed(seed)
-    model = real_stack.tiny_lm(norm, d_model=P["lm_d"], n_layers=P["lm_layers"], max_seq_len=P["lm_seq"])
-    jac0 = real_stack.block_jacobians(model, eval_idx[0, : P["lm_jac_tokens"]])
+    model = real_stack.tiny_lm(norm, d_model=lm_d, n_layers=lm_layers, max_seq_len=lm_seq)
+    jac0 = real_stack.block_jacobians(model, eval_idx[0, : lm_jac_tokens])
     losses, prof = real_stack.train(
-        model, src, P["lm_steps"], P["lm_batch"], P["lm_seq"], 1e-3, seed, eval_idx, (0, P["lm_steps"])
+        model, src, lm_steps, lm_batch, lm_seq, 1e-3, seed, eval_idx, (0, lm_steps)
     )
-    jac1 = real_stack.block_jacobians(model, eval_idx[0, : P["lm_jac_tokens"]])
-    lm[norm] = dict(losses=losses, init=prof[0], trained=prof[P["lm_steps"]], jac_init=jac0, jac_trained=jac1)
+    jac1 = real_stack.block_jacobians(model, eval_idx[0, : lm_jac_tokens])
+    lm[norm] = dict(losses=losses, init=prof[0], trained=prof[lm_steps], jac_init=jac0, jac_trained=jac1)
     print(f"{norm}: loss {losses[0]:.3f} -> {np.mean(losses[-10:]):.3f} (entropy rate {src.entropy():.3f})")
 lm_fit = {}
 for norm in lm:
@@ -819,7 +846,7 @@ asm_settings = {
         float(np.abs(idl.kurtosis.mean(0)).max()),
     ),
     "tiny LM at init": (max(pre_i["rho_attn_max"], abs(pre_i["rho_ffn_mean"])), pre_i["kurtosis_max"]),
-    f"tiny LM after {P['lm_steps']} steps": (
+    f"tiny LM after {lm_steps} steps": (
         max(pre_t["rho_attn_max"], abs(pre_t["rho_ffn_mean"])),
         pre_t["kurtosis_max"],
     ),
@@ -840,7 +867,7 @@ ledger.add("A-appB-trained-exponential", "App. B (Fig. 9), beyond the assumption
            "In a trained Pre-LN model the variance grows exponentially with depth.",
            "exponential growth across layers at every training stage",
            Verdict(claims.law_preference_verdict(pre_t["rms"], "exponential"),
-                   f"tiny LM after {P['lm_steps']} steps: sigma^2_l - sigma^2_0 ~ l^beta, beta = {pre_t['beta']} "
+                   f"tiny LM after {lm_steps} steps: sigma^2_l - sigma^2_0 ~ l^beta, beta = {pre_t['beta']} "
                    f"(Lemma 3.2's Theta(L) lower bound: {claims.at_least_verdict(pre_t['beta'], 1.0)}), RMS log-error "
                    f"power {pre_t['rms']['power']:.3f} vs exponential {pre_t['rms']['exponential']:.3f}; LNS: beta = "
                    f"{lns_t['beta']}"))
@@ -848,7 +875,7 @@ dd_pre, dd_lns = lm["pre_ln"]["jac_trained"]["dev_diag"], lm["lns"]["jac_trained
 half = slice(len(dd_pre) // 2, None)
 var_pre, var_lns = lm["pre_ln"]["trained"]["var"], lm["lns"]["trained"]["var"]
 display(Markdown(f"""
-**What the tiny model shows** ({P['lm_layers']} blocks, d = {P['lm_d']}, {P['lm_steps']} Adam steps; loss
+**What the tiny model shows** ({lm_layers} blocks, d = {lm_d}, {lm_steps} Adam steps; loss
 {lm['pre_ln']['losses'][0]:.2f} -> {results['tiny_lm']['final_loss']['pre_ln']:.2f} (Pre-LN) and
 {results['tiny_lm']['final_loss']['lns']:.2f} (LNS), entropy rate {src.entropy():.2f}). At initialisation the FFN
 output is
@@ -859,7 +886,7 @@ and the variance grows as a power law (beta = {pre_i['beta'].value:.2f}). After 
 correlated
 with the residual it is added to (mean rho_FFN {pre_t['rho_ffn_mean']:.2f} under Pre-LN, {lns_t['rho_ffn_mean']:.2f}
 under LNS).
-The trained Pre-LN variance grows {var_pre[-1] / var_pre[0]:.0f}x over {P['lm_layers']} blocks as a power law
+The trained Pre-LN variance grows {var_pre[-1] / var_pre[0]:.0f}x over {lm_layers} blocks as a power law
 (beta = {pre_t['beta']}; the exponential fits {pre_t['rms']['exponential'] / pre_t['rms']['power']:.1f}x worse in log
 variance),
 and LNS ends {var_pre[-1] / var_lns[-1]:.1f}x lower (beta = {lns_t['beta'].value:.2f}). Over the deeper half of the

@@ -48,7 +48,7 @@
 # - "bounded": the log of the product changes by less than **0.01** over its last 100 factors.
 
 # %% tags=["parameters"]
-profile = "default"  # "smoke" (seconds, for tests) | "default" (the committed run) | "paper" (larger samples)
+profile = "default"  # smoke | default | paper; params.yaml's notebooks.b2_theory.profiles sets the counts below
 figures_dir = None  # default: figures/<profile>/b2_theory
 seed = 0
 torch_threads = 1  # one thread per process is fastest on the shared 2-core CPU
@@ -56,6 +56,26 @@ sigma = 1.0  # Theorem 1: E||W z||^2 = sigma^2 ||z||^2
 wd_lr = 0.01  # Theorem 3: learning rate eta
 wd_noise_var = 1.0  # Theorem 3: gradient-noise variance per entry
 n_heads = 16  # Theorem 5: query heads H (paper B: 16)
+n_boot = 300  # bootstrap resamples of every fitted quantity
+lemma1_layers = 48  # Lemma 1: blocks per random stack
+lemma1_samples = 8  # stacks drawn
+mask_d = 64  # Theorem 1: width of the masked residual recursion
+mask_layers = 16  # its layers
+mask_draws = 256  # its draws per density
+rhos = [0.02, 0.05, 0.1, 0.2, 0.5, 1.0]  # mask densities rho
+tb_draws = 128  # Theorem 2: draws of one Transformer block per density
+tb_tokens = 16  # its tokens
+wd_draws = 4000  # Theorem 3: weight rows updated under noise
+wd_steps = [0, 10, 30, 100, 300, 1000, 3000]  # steps t at which they are measured
+wd_lams = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0]  # weight decays lambda
+sgd_steps = 3000  # SGD on a linear-regression layer: steps
+sgd_draws = 400  # its draws
+attn_draws = 2000  # Theorem 4: draws of one head's output per key count
+attn_ns = [4, 8, 16, 32, 64, 128, 256, 512, 1024]  # key counts n
+gqa_draws = 2000  # Theorem 5: draws per group count
+gqa_keys = 256  # keys n
+moe_draws = 600  # Theorem 6: draws per expert count
+moe_ks = [1, 2, 4, 8, 16, 32]  # active experts k
 
 # %%
 figures_dir = figures_dir or f"figures/{profile}/b2_theory"
@@ -77,7 +97,6 @@ from cod.theory import (
     fits,
     jacobians,
     moe,
-    profiles,
     residual_variance,
     sparsity,
     weight_decay,
@@ -86,12 +105,17 @@ from cod.theory.stack import StackConfig, simulate
 from cod.verdicts import Claims, Verdict
 
 torch.set_num_threads(torch_threads)
-P = profiles.B2[profile]
 out = Path(figures_dir)
 out.mkdir(parents=True, exist_ok=True)
 t_start = time.time()
 ledger = Claims("B", profile, seeds=[seed])
-results = {"profile": profile, "seed": seed, "settings": P}
+SETTINGS = dict(  # the counts, recorded with the results
+    n_boot=n_boot, mask_d=mask_d, mask_layers=mask_layers, mask_draws=mask_draws, rhos=rhos, tb_draws=tb_draws,
+    tb_tokens=tb_tokens, wd_draws=wd_draws, wd_steps=wd_steps, wd_lams=wd_lams, sgd_steps=sgd_steps,
+    sgd_draws=sgd_draws, attn_draws=attn_draws, attn_ns=attn_ns, gqa_draws=gqa_draws, gqa_keys=gqa_keys,
+    moe_draws=moe_draws, moe_ks=moe_ks, lemma1_layers=lemma1_layers, lemma1_samples=lemma1_samples,
+)
+results = {"profile": profile, "seed": seed, "settings": SETTINGS}
 
 
 def show(fig, name):
@@ -111,22 +135,22 @@ def show(fig, name):
 # the Jacobian product stay bounded while per-block Jacobians approach the identity.
 
 # %%
-lcfg = StackConfig(d_model=32, d_ff=128, n_heads=4, n_tokens=4, n_layers=P["lemma1_layers"])
-jr = jacobians.run_jacobians(lcfg, P["lemma1_samples"], seed)
-st = simulate(lcfg.with_(n_tokens=16), 4 * P["lemma1_samples"], seed)
+lcfg = StackConfig(d_model=32, d_ff=128, n_heads=4, n_tokens=4, n_layers=lemma1_layers)
+jr = jacobians.run_jacobians(lcfg, lemma1_samples, seed)
+st = simulate(lcfg.with_(n_tokens=16), 4 * lemma1_samples, seed)
 depth = np.arange(1, lcfg.n_layers + 1)
 late = depth >= max(2, depth[-1] // 4)
 prod_exp = fits.bootstrap(
-    jr.prod_norm[:, late], lambda p: fits.power_law(depth[late], p.mean(0)).coef[:1], P["n_boot"], seed
+    jr.prod_norm[:, late], lambda p: fits.power_law(depth[late], p.mean(0)).coef[:1], n_boot, seed
 )[0]
 dev_exp = fits.bootstrap(
-    jr.dev_diag[:, late], lambda p: fits.power_law(depth[late], p.mean(0)).coef[:1], P["n_boot"], seed
+    jr.dev_diag[:, late], lambda p: fits.power_law(depth[late], p.mean(0)).coef[:1], n_boot, seed
 )[0]
 rms = residual_variance.growth_models(st)
 ln_limit = bounds.log_product(1.0, 1.0, np.exp(np.arange(1, 201) / 2))
 ln_change = float(ln_limit[-1] - ln_limit[-101])
 print(
-    f"variance growth: beta = {residual_variance.growth_exponent(st, n_boot=P['n_boot'], seed=seed)}, "
+    f"variance growth: beta = {residual_variance.growth_exponent(st, n_boot=n_boot, seed=seed)}, "
     f"RMS log-error {rms}"
 )
 print(
@@ -154,9 +178,9 @@ ledger.add("B-lemma1", "Lemma 1 (Sec. 2)",
 
 # %%
 display(Markdown(f"""
-**Result** ({P['lemma1_samples']} draws, d = {lcfg.d_model}, {lcfg.n_tokens} tokens, {lcfg.n_layers} blocks; the
+**Result** ({lemma1_samples} draws, d = {lcfg.d_model}, {lcfg.n_tokens} tokens, {lcfg.n_layers} blocks; the
 variance profile
-on {4 * P['lemma1_samples']} draws of 16 tokens). With sigma^2_l = e^l the product bound converges (ln P changes by
+on {4 * lemma1_samples} draws of 16 tokens). With sigma^2_l = e^l the product bound converges (ln P changes by
 {ln_change:.1e} over its last 100 factors). A random Pre-LN stack grows as a power law instead: the exponential law fits
 {rms['exponential'] / rms['power']:.0f}x worse in log variance. There the Jacobian product keeps growing (~
 L^{prod_exp})
@@ -184,24 +208,24 @@ while the per-block distance from the identity falls (||Jbar_l - I||_F / d ~ l^{
 # activation sparsity would), whose energy retention exceeds their density.
 
 # %%
-rhos = np.array(P["rhos"])
-L1, d1 = P["mask_layers"], P["mask_d"]
+rhos = np.array(rhos)
+L1, d1 = mask_layers, mask_d
 t1 = {}
 for kind in ("bernoulli", "magnitude"):
     draws, keeps = [], []
     for rho in rhos:
-        nrm, keep = sparsity.residual_recursion(d1, L1, float(rho), sigma, P["mask_draws"], kind, seed)
+        nrm, keep = sparsity.residual_recursion(d1, L1, float(rho), sigma, mask_draws, kind, seed)
         draws.append(nrm)
         keeps.append(keep.mean())
     draws = np.stack(draws, 1)  # (D, R, L+1)
-    gain = fits.bootstrap(draws, lambda d: (d[..., -1].mean(0) / d[..., 0].mean(0)) ** (1 / L1), P["n_boot"], seed)
+    gain = fits.bootstrap(draws, lambda d: (d[..., -1].mean(0) / d[..., 0].mean(0)) ** (1 / L1), n_boot, seed)
     t1[kind] = dict(
         gain=gain,
         energy=np.array(keeps),
         exponent=fits.bootstrap(
             draws,
             lambda d: fits.power_law(rhos, (d[..., -1].mean(0) / d[..., 0].mean(0)) ** (1 / L1) - 1).coef[:1],
-            P["n_boot"],
+            n_boot,
             seed,
         )[0],
     )
@@ -273,10 +297,10 @@ ledger.add("B-thm1-energy", "Theorem 1 remark (App. B.1), beyond the assumptions
 # attention, ReLU FFN; gamma's are the largest values over the draws, so that they are valid constants.
 
 # %%
-t2 = [sparsity.transformer_block(64, P["tb_tokens"], 4, 256, float(r), P["tb_draws"], seed) for r in rhos]
+t2 = [sparsity.transformer_block(64, tb_tokens, 4, 256, float(r), tb_draws, seed) for r in rhos]
 t2_gain = [
     fits.bootstrap(
-        np.stack([r["sq_norms_out"], r["sq_norms"]], 1), lambda d: [d[:, 0].mean() / d[:, 1].mean()], P["n_boot"], seed
+        np.stack([r["sq_norms_out"], r["sq_norms"]], 1), lambda d: [d[:, 0].mean() / d[:, 1].mean()], n_boot, seed
     )[0]
     for r in t2
 ]
@@ -367,9 +391,9 @@ over {L1} layers Theorem 1's bound overshoots by {bound1[0] ** L1 / gb[0] ** L1:
 # on W and carries a learning signal (non-zero mean).
 
 # %%
-lams, steps = np.array(P["wd_lams"]), np.array(P["wd_steps"])
+lams, steps = np.array(wd_lams), np.array(wd_steps)
 d_in = 8
-wd = weight_decay.simulate_noise_updates(lams, steps, wd_lr, 1.0, 0.0, wd_noise_var, d_in, P["wd_draws"], seed)
+wd = weight_decay.simulate_noise_updates(lams, steps, wd_lr, 1.0, 0.0, wd_noise_var, d_in, wd_draws, seed)
 exact_w = np.array([weight_decay.parameter_variance(steps, wd_lr, lam, 1.0, wd_noise_var) for lam in lams])
 bound_y = np.array(
     [weight_decay.output_variance_bound(steps, wd_lr, lam, 1.0, 0.0, wd_noise_var, d_in) for lam in lams]
@@ -379,7 +403,7 @@ bonferroni = 1 - 0.05 / (
 )  # one interval per (lam, t): corrected so that 5% is the family-wise error
 y_est = [
     [
-        fits.bootstrap(wd["y"][i, j][:, None], lambda d: [d.var()], P["n_boot"], seed, bonferroni)[0]
+        fits.bootstrap(wd["y"][i, j][:, None], lambda d: [d.var()], n_boot, seed, bonferroni)[0]
         for j in range(len(steps))
     ]
     for i in range(len(lams))
@@ -387,14 +411,14 @@ y_est = [
 long_lam = lams[-1]
 v_star = weight_decay.variance_fixed_point(wd_lr, long_lam, wd_noise_var)
 n_stat = int(np.argmax(steps * wd_lr * long_lam > 10)) if np.any(steps * wd_lr * long_lam > 10) else len(steps) - 1
-fp_est = fits.bootstrap(wd["y"][-1, n_stat][:, None], lambda d: [d.var() / d_in], P["n_boot"], seed)[0]
+fp_est = fits.bootstrap(wd["y"][-1, n_stat][:, None], lambda d: [d.var() / d_in], n_boot, seed)[0]
 fp_exact = float(exact_w[-1, n_stat])  # = v* once (1 - eta lam)^(2t) is negligible
 print("relative error of Var(W_t) against the closed form:", np.round(np.abs(wd["weight_var"] / exact_w - 1).max(), 4))
 print(
     f"lam={long_lam}, t={steps[n_stat]}: measured Var(W) from Var(y)/d_in = {fp_est}, closed form {fp_exact:.5f}, "
     f"fixed point v* = {v_star:.5f}"
 )
-sgd = weight_decay.sgd_regression(lams, P["sgd_steps"], wd_lr, 16, P["sgd_draws"], seed=seed)
+sgd = weight_decay.sgd_regression(lams, sgd_steps, wd_lr, 16, sgd_draws, seed=seed)
 for lam, ov, b, r in zip(sgd["lams"], sgd["output_var"], sgd["bound"], sgd["ridge_output_var"]):
     print(
         f"SGD regression, lam {lam:<5g}: output variance {ov:.4f}, Theorem 3 bound {b:.4f}, "
@@ -462,7 +486,7 @@ ledger.add("B-thm3-fixed-point", "Theorem 3 (eqs. 64-66)",
            "Var(W_t) = a^t Var(W_0) + eta^2 s_g^2 (1 - a^t)/(1 - a)",
            Verdict(claims.value_verdict(fp_est, fp_exact),
                    f"largest relative deviation of the measured Var(W_t) from the closed form {max_dev:.3f} "
-                   f"({P['wd_draws']} draws x {d_in} entries); at lam={long_lam:g}, t={steps[n_stat]}: Var(W) = "
+                   f"({wd_draws} draws x {d_in} entries); at lam={long_lam:g}, t={steps[n_stat]}: Var(W) = "
                    f"{fp_est} vs closed form {fp_exact:.5f} (v* = {v_star:.5f})"))
 ledger.add("B-thm3-bound", "Theorem 3 (eqs. 59, 74)",
            "The output variance of a linear layer is bounded by a^t (initial part) + eta s_g^2 tr Sigma_x / (lam (2 "
@@ -527,16 +551,16 @@ With SGD on linear regression the output variance tracks the ridge solution ({sg
 # and a random output projection W_O (what the layer computes).
 
 # %%
-ns = np.array(P["attn_ns"])
+ns = np.array(attn_ns)
 t4 = {}
 for s in (0.0, 1.0, 2.0, 3.0):
-    dr = attention.head_output_draws(ns, P["attn_draws"], logit_scale=s, seed=seed)
+    dr = attention.head_output_draws(ns, attn_draws, logit_scale=s, seed=seed)
     t4[f"softmax s={s:g}" if s else "uniform"] = dict(
-        var=dr.var(0), exponent=fits.variance_exponent(ns, dr, P["n_boot"], seed)
+        var=dr.var(0), exponent=fits.variance_exponent(ns, dr, n_boot, seed)
     )
 for c in (0.05, 0.2):
-    dr = attention.head_output_draws(ns, P["attn_draws"], corr=c, seed=seed)
-    t4[f"corr {c:g}"] = dict(var=dr.var(0), exponent=fits.variance_exponent(ns, dr, P["n_boot"], seed))
+    dr = attention.head_output_draws(ns, attn_draws, corr=c, seed=seed)
+    t4[f"corr {c:g}"] = dict(var=dr.var(0), exponent=fits.variance_exponent(ns, dr, n_boot, seed))
 for k, v in t4.items():
     print(
         f"{k:14s} Var ~ n^{v['exponent']};  "
@@ -547,15 +571,15 @@ t5 = {}
 for ro in ("head", "mean", "wo"):
     for s in (0.0, 1.0, 3.0):
         dr = attention.gqa_output_draws(
-            P["gqa_keys"], n_heads, Gs, P["gqa_draws"], logit_scale=s, readout=ro, seed=seed
+            gqa_keys, n_heads, Gs, gqa_draws, logit_scale=s, readout=ro, seed=seed
         )
-        t5[f"{ro}, s={s:g}"] = dict(var=dr.var(0), exponent=fits.variance_exponent(Gs, dr, P["n_boot"], seed))
+        t5[f"{ro}, s={s:g}"] = dict(var=dr.var(0), exponent=fits.variance_exponent(Gs, dr, n_boot, seed))
 for k, v in t5.items():
     print(
-        f"GQA readout {k:10s}: Var ~ G^{v['exponent']}   (n Var: {np.round(v['var'] * P['gqa_keys'], 3)} for G = {Gs})"
+        f"GQA readout {k:10s}: Var ~ G^{v['exponent']}   (n Var: {np.round(v['var'] * gqa_keys, 3)} for G = {Gs})"
     )
 results["theorem4"] = t4
-results["theorem5"] = dict(G=Gs, n_keys=P["gqa_keys"], H=n_heads, readouts=t5)
+results["theorem5"] = dict(G=Gs, n_keys=gqa_keys, H=n_heads, readouts=t5)
 
 # %% [markdown]
 # ## Theorem 6: top-k mixture of experts averages its experts (B App. B.7)
@@ -571,16 +595,16 @@ results["theorem5"] = dict(G=Gs, n_keys=P["gqa_keys"], H=n_heads, readouts=t5)
 # under-specialised experts) and replace uniform gating by a softmax over router logits.
 
 # %%
-ks = np.array(P["moe_ks"])
+ks = np.array(moe_ks)
 t6 = {}
 for label, kw in (
     ("independent, uniform gates", {}),
     ("correlated 0.2", dict(corr=0.2)),
     ("softmax gates (s=1)", dict(gate_scale=1.0)),
 ):
-    y2, j2 = moe.moe_draws(list(ks), 16, 32, P["moe_draws"], seed=seed, **kw)
-    t6[label] = dict(var_out=y2.mean(0), var_jac=j2.mean(0), exp_out=fits.mean_exponent(ks, y2, P["n_boot"], seed),
-                     exp_jac=fits.mean_exponent(ks, j2, P["n_boot"], seed))
+    y2, j2 = moe.moe_draws(list(ks), 16, 32, moe_draws, seed=seed, **kw)
+    t6[label] = dict(var_out=y2.mean(0), var_jac=j2.mean(0), exp_out=fits.mean_exponent(ks, y2, n_boot, seed),
+                     exp_jac=fits.mean_exponent(ks, j2, n_boot, seed))
     print(f"{label:28s} Var(y) ~ k^{t6[label]['exp_out']},  Var(J) ~ k^{t6[label]['exp_jac']}")
 results["theorem6"] = dict(ks=ks, runs=t6)
 
@@ -592,9 +616,9 @@ ax[0].loglog(ns, 1.0 / ns, "k--", lw=2, label=r"Theorem 4: $\sigma^2/n$ (slope $
 ax[0].set(xlabel="number of keys $n$", ylabel="Var of one output coordinate", title="Theorem 4: variance against $n$")
 for k, v in t5.items():
     ax[1].loglog(Gs, v["var"], "o-", ms=3, label=f"{k}: slope {v['exponent'].value:.2f}")
-ax[1].loglog(Gs, 1.0 / (P["gqa_keys"] * np.array(Gs)), "k--", lw=2, label=r"Theorem 5: $\sigma^2/(nG)$ (slope $-1$)")
+ax[1].loglog(Gs, 1.0 / (gqa_keys * np.array(Gs)), "k--", lw=2, label=r"Theorem 5: $\sigma^2/(nG)$ (slope $-1$)")
 ax[1].set(xlabel="query heads per KV head $G$ (1 = MHA, $H$ = MQA)", ylabel="output variance",
-          title=f"Theorem 5: variance against $G$ ($n$={P['gqa_keys']}, $H$={n_heads})")
+          title=f"Theorem 5: variance against $G$ ($n$={gqa_keys}, $H$={n_heads})")
 for k, v in t6.items():
     ax[2].loglog(ks, v["var_out"], "o-", ms=3, label=f"Var($y$), {k}: slope {v['exp_out'].value:.2f}")
     ax[2].loglog(ks, v["var_jac"], "s:", ms=3, label=f"Var($J$), {k}: slope {v['exp_jac'].value:.2f}")

@@ -1,5 +1,6 @@
-"""Notebook parameters: checked against the notebook's own defaults before anything executes; the
-help's examples work as written; a missing result names the command for the profile asked."""
+"""Notebook parameters: params.yaml's, with its overrides for the profile run, checked against the
+notebook's own defaults before anything executes; the help's examples work as written; a missing
+result names the command for the profile asked."""
 
 import re
 import shlex
@@ -19,7 +20,7 @@ A4 = "a4_variance_dynamics"
 
 def checked(name: str, overrides: dict) -> dict:
     declared = notebook.declared_parameters(notebook.load_source(name))
-    return notebook.checked_parameters({**notebook.stage_parameters(name), **overrides}, declared, name)
+    return notebook.resolved_parameters(name, declared, overrides)
 
 
 @pytest.fixture
@@ -56,9 +57,44 @@ def test_values_of_the_defaults_type_pass():
 
 
 def test_every_notebook_stage_passes_its_own_parameters():
-    """params.yaml's values for each notebook fit the defaults of its parameters cell."""
+    """params.yaml's values for each notebook, under each profile, fit the defaults of its parameters cell."""
     for name in notebook.notebook_stages():
         checked(name, {})
+        for profile in notebook.load_params()["profiles"]:
+            assert checked(name, {"profile": profile})["profile"] == profile
+
+
+def test_a_profiles_overrides_are_passed_under_that_profile_only():
+    """The smoke profile's sample sizes come from params.yaml; under the default profile nothing is
+    passed, so the notebook's own defaults (the committed run's) apply; -p wins over both."""
+    name = "a3_theory"
+    declared = notebook.declared_parameters(notebook.load_source(name))
+    smoke, default = checked(name, {"profile": "smoke"}), checked(name, {"profile": "default"})
+    assert smoke["var_layers"] == 8 and smoke["input_stds"] == [1.0, 10.0] and declared["var_layers"] == 96
+    assert default == {"profile": "default"}
+    assert checked(name, {"profile": "smoke", "var_layers": 5})["var_layers"] == 5
+    assert checked("a1_open_weight_models", {"profile": "paper"})["arc_limit"] == 570
+    assert checked("h0_pilot", {})["profile"] == "headline"  # its entry names its own profile
+
+
+@pytest.mark.parametrize("profiles, message", [
+    ({"smoke": {"var_layer": 8}}, "notebooks.a3_theory.profiles.smoke: notebook 'a3_theory' has no parameter "
+                                  "'var_layer'; allowed: analyses_dir, figures_dir, id_samples"),
+    ({"paper": {"profile": "smoke"}}, "notebooks.a3_theory.profiles.paper: notebook 'a3_theory' has no parameter "
+                                      "'profile'"),
+    ({"paper": {"var_layers": "many"}}, "notebooks.a3_theory.profiles.paper: notebook 'a3_theory': "
+                                        "var_layers='many' is not allowed; expected int (the default is 96)"),
+    ({"smok": {"var_layers": 8}}, "notebooks.a3_theory.profiles.smok: 'smok' is not a profile; "
+                                  "allowed: smoke, default, headline, paper"),
+])
+def test_a_bad_profile_block_is_one_line_before_anything_runs(profiles, message, monkeypatch, no_execution, capsys):
+    """Every block is checked, not only the active profile's: a typo in `paper` stops a default run."""
+    params = notebook.load_params()
+    params["notebooks"]["a3_theory"] = {"profiles": profiles}
+    monkeypatch.setattr(notebook, "load_params", lambda: params)
+    assert notebook.main(["a3_theory"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1
 
 
 def example(words: list[str]) -> tuple[str, dict]:

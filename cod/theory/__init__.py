@@ -3,7 +3,6 @@
 Modules, one job each:
     fits              power-law / exponential fits with t and bootstrap confidence intervals
     claims            verdict rules (holds / holds loosely / fails, with tolerances) and the results.json writer
-    profiles          sample sizes of the smoke / default / paper profiles
     stack             random Pre-LN / LNS residual stacks batched over draws (paper A eqs. 2-4, 51)
     residual_variance paper A Lemmas 3.2 and 4.1: growth exponents, per-layer law, a rigorous bound
     jacobians         exact block Jacobians and their products, Theorem 4.3's query gradient
