@@ -64,6 +64,17 @@ def load_history(experiment: str, runs_root: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def load_validation(experiment: str, runs_root: str | Path) -> pd.DataFrame:
+    """Validation-loss rows that `train.eval_every` logged during training: variant, seed, step,
+    val_loss (none when it was 0: only the final evaluation, in final.json)."""
+    rows = []
+    for run in run_dirs(experiment, runs_root):
+        variant, seed = _variant_seed(run)
+        rows += [{"variant": variant, "seed": seed, "step": r["step"], "val_loss": r["val_loss"]}
+                 for r in _history_rows(run) if "val_loss" in r]
+    return pd.DataFrame(rows, columns=["variant", "seed", "step", "val_loss"])
+
+
 def load_layer_stats(experiment: str, runs_root: str | Path) -> pd.DataFrame:
     """Per-layer variances in long form: variant, seed, step, layer (1-based), resid/attn/mlp_var."""
     rows = []
