@@ -70,7 +70,7 @@ def test_committed_runs_are_complete_under_the_current_code():
     code growth that does not change a run must keep this test green (no retraining)."""
     params = load_params()
     checked = 0
-    for profile in ("default", "paper"):
+    for profile in ("default", "headline", "paper"):
         params["profile"] = profile
         for run in all_runs(params, planned=False):
             if (run.out / "final.json").exists():
