@@ -61,7 +61,7 @@ SLOW = (
     "test_prepare.py::test_settings_are_checked_before_resuming_and_a_finished_preparation_is_kept",
     "test_prepare.py::test_the_token_target_stops_reading_the_source",
     "test_readme.py::test_the_notebook_commands_leave_the_committed_results_alone",
-    "test_readme.py::test_the_python_blocks_run_as_written",
+    "test_readme.py::test_the_python_blocks_run_as_written_each_on_its_own",
     "test_readme.py::test_the_training_commands_run_as_written",
     "test_train.py::test_a_signal_checkpoints_and_names_the_command_that_resumes",
     "test_train.py::test_ddp_with_two_processes_matches_one_process",

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
 
 from cod.data.tokenizer import train_bpe
 from cod.params import load_params
@@ -67,22 +66,20 @@ def pipeline_data(tmp_path):
     return tmp_path
 
 
-def test_the_python_blocks_run_as_written(pipeline_data, monkeypatch):
-    vocab = default_vocab()
+def test_the_python_blocks_run_as_written_each_on_its_own(pipeline_data, monkeypatch):
+    """Every Python block runs in a fresh namespace: it imports and defines all it uses."""
     torch.manual_seed(0)
-    hf_model = LlamaForCausalLM(LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64,
-                                            num_hidden_layers=3, num_attention_heads=4, max_position_embeddings=64))
-    tokens = torch.randint(0, vocab, (2, 33))
-    blanks = {"idx": torch.randint(0, vocab, (2, 16)), "hf_model": hf_model.eval(), "tokens": tokens,
-              "x_other": tokens.flip(0)[:, :-1], "y_other": tokens.flip(0)[:, 1:], "torch": torch}
     monkeypatch.chdir(pipeline_data)  # relative paths in the blocks resolve to the miniature pipeline data
     python = blocks("python")
     assert len(python) >= 3
+    spaces = []
     for code in python:
-        exec(compile(code, "README.md", "exec"), blanks)
-    assert blanks["out"].states["resid_post.23"].shape == (2, 16, 256)
-    assert blanks["ours"].cfg.norm == "lns"
-    assert len(blanks["u"].loss) == 3 and 0 <= blanks["u"].score <= 1
+        spaces.append({})
+        exec(compile(code, "README.md", "exec"), spaces[-1])
+    model_block, scores_block = (next(s for s in spaces if name in s) for name in ("ours", "u"))
+    assert model_block["out"].states["resid_post.23"].shape == (2, 16, 256)
+    assert model_block["ours"].cfg.norm == "lns"
+    assert len(scores_block["u"].loss) == 4 and 0 <= scores_block["u"].score <= 1
 
 
 def _run(words: list[str], out: Path, data: Path, *extra: str) -> None:
