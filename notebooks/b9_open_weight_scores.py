@@ -51,6 +51,9 @@ models = ["smollm2-135m", "qwen2.5-coder-0.5b", "gemma3-270m"]  # analyses/<prof
 ladder = "b_depth"  # our depth ladder's analysis, shown beside the public models
 ladder_variants = ["d12", "d16", "d24", "d32"]
 taus = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5]  # thresholds of the usefulness curve
+readme = "README.md"  # its scoring-times block is rewritten for the profile below
+readme_profile = "default"  # the profile whose timings the README shows
+readme_model = "smollm2-135m"  # the model whose timings the README shows (a 135M decoder)
 
 # %%
 figures_dir = figures_dir or f"figures/{profile}/b9_open_weight_scores"
@@ -67,7 +70,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 import cod.verdicts
-from cod import plots
+from cod import plots, scoreboard
 from cod.analysis import load_analyses, load_layers
 from cod.verdicts import Claims, Verdict, monotone, one_sample, usefulness_at_floor
 
@@ -334,3 +337,29 @@ if ladder_runs:
                  f"mean U_l {np.mean([r.usefulness.relative_increase.mean() for r in ladder_runs.values()]):.3g}.")
 lines.append("Verdicts: " + "; ".join(f"{k}: **{v}**" for k, v in verdicts.items()) + ".")
 display(Markdown("\n\n".join(lines)))
+
+# %% [markdown]
+# ## What scoring costs on this CPU
+# Each long measure's seconds as the `analyse_open@MODEL` stage timed it (one process, the
+# threads of `open_weights.threads`), per item it loops over: a measure's cost grows with its
+# items and its tokens, so a run at other settings can be priced from these.
+
+# %%
+times = pd.concat({m: scoreboard.scoring_times(a.seconds, settings[m], len(a.variance)) for m, a in scores.items()},
+                  names=["model"])
+times.to_csv(Path(figures_dir) / "scoring_times.csv")
+display(times)
+at, n_blocks = times.loc[readme_model], len(scores[readme_model].variance)
+all_pairs = n_blocks * (n_blocks - 1) // 2
+block = "\n".join([
+    f"Scoring `{readme_model}` ({n_blocks} blocks) on this project's 2-core CPU machine, as the "
+    f"`analyse_open@{readme_model}` stage timed it ({settings[readme_model]['threads']} threads; `b9_open_weight_scores`, "
+    f"[all three models](figures/{profile}/b9_open_weight_scores/scoring_times.csv)):",
+    "",
+    scoreboard.markdown(at).strip(),
+    "",
+    f"All {all_pairs} permutation pairs at {settings[readme_model]['permutation_tokens']} tokens would take about "
+    f"{all_pairs * at.loc['permutation', 'seconds per item'] / 60:.0f} minutes; pass `pairs=` to draw fewer.",
+])
+if profile == readme_profile and scoreboard.update_readme(readme, block, scoreboard.TIMING_MARKERS):
+    print(f"{readme}: scoring-times block updated")

@@ -74,3 +74,14 @@ def test_findings_list_each_notebooks_decisive_claims_with_their_effect():
     assert "`a5-1` reproduced, ratio 0.945 [0.895, 0.998] (paper 0.975)" in text
     assert "the papers' claims: 1 reproduced; our own readings: 1 beyond reach" in text
     assert "Decisive" not in text.split("a10_x")[1]
+
+
+def test_scoring_times_divide_each_measure_by_the_items_it_loops_over():
+    seconds = {"removal": 60.0, "causal": 30.0, "permutation": 40.0, "usefulness": 45.0, "jacobian": 15.0, "stream": 2.0}
+    settings = {"eval_tokens": 256, "permutation_tokens": 128, "permutation_pairs": 40, "fit_tokens": 2048,
+                "jacobian_tokens": 1, "jacobian_context": 16}
+    times = scoreboard.scoring_times(seconds, settings, n_layers=30)
+    assert times.loc["removal", "seconds per item"] == 2.0 and times.loc["permutation", "seconds per item"] == 1.0
+    assert times.loc["usefulness", "tokens"] == "2048 fitted, 256 scored" and "stream" not in times.index
+    every_pair = scoreboard.scoring_times(seconds, {**settings, "permutation_pairs": None}, n_layers=30)
+    assert every_pair.loc["permutation", "items"] == "435 pairs"
