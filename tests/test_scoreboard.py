@@ -74,3 +74,10 @@ def test_findings_list_each_notebooks_decisive_claims_with_their_effect():
     assert "`a5-1` reproduced, ratio 0.945 [0.895, 0.998] (paper 0.975)" in text
     assert "the papers' claims: 1 reproduced; our own readings: 1 beyond reach" in text
     assert "Decisive" not in text.split("a10_x")[1]
+
+
+def test_summary_by_notebook_lists_notebooks_in_paper_order():
+    table = pd.DataFrame({"notebook": ["b1_y", "a10_x", "a1_x", "a0_x", "h0_pilot", "a2_x"],
+                          "verdict": ["reproduced"] * 6})
+    counts = scoreboard.summary(table, "notebook")
+    assert list(counts.index) == ["a0_x", "a1_x", "a2_x", "a10_x", "b1_y", "h0_pilot", "all"]
