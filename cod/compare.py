@@ -19,6 +19,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from cod.config import run_config_from_dict
 from cod.data.loader import open_tokens
@@ -153,3 +154,15 @@ def ppl_dots(ax, sweep: pd.DataFrame, rows: dict[str, str], paper: pd.Series | N
             if note:
                 ax.text(x[i], 0.93, "\n".join(note), transform=ax.get_xaxis_transform(), ha="center", va="top",
                         fontsize=7, color="0.3")
+
+
+def ppl_dots_legend(target, paper: str, **legend_kwargs):
+    """One legend for `ppl_dots`'s marks on both its axes (a seed, the mean, the paper's value
+    labelled `paper`), in neutral colours since each row has its own; `target` is the axis or
+    figure that holds it. Returns the legend."""
+    handles = [
+        Line2D([], [], color="0.3", marker="o", linestyle="none", markersize=5, label="ours: a seed (left axis)"),
+        Line2D([], [], color="0.3", linewidth=2, label="ours: mean of the seeds that did not fail (left axis)"),
+        Line2D([], [], color="0.45", linestyle="--", marker="s", markersize=3, label=f"{paper} (right axis)"),
+    ]
+    return target.legend(handles=handles, **legend_kwargs)

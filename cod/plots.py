@@ -92,13 +92,41 @@ def heatmaps(fig, axes, matrices: list[np.ndarray], label: str, cmap: str = "vir
 
 def paper_axis(ax, x, values, label: str, color: str = "0.45", **plot_kwargs):
     """The paper's values against the same x, on a twin y axis of their own (their units and
-    scale), drawn grey and dashed; returns the twin axis."""
+    scale), drawn grey and dashed unless `plot_kwargs` say otherwise; returns the twin axis."""
     twin = ax.twinx()
-    twin.plot(x, values, color=color, linestyle="--", marker="s", markersize=3, label=label, **plot_kwargs)
+    style = {"linestyle": "--", "marker": "s", "markersize": 3} | plot_kwargs
+    twin.plot(x, values, color=color, label=label, **style)
     twin.set_ylabel(label, color=color)
     twin.tick_params(axis="y", colors=color)
     twin.spines["right"].set_visible(True)
     return twin
+
+
+def paper_marks(axes, x: float, values: list[float], label: str, ylabel: str) -> list:
+    """One value of the paper per axis of `axes` (their panels' end point, say) as a labelled
+    marker at `x` with the value written beside it, on twin y axes of their own that share one
+    linear scale from 0 (tick labels and `ylabel` on the last); returns the twins."""
+    top = 1.15 * max(values)
+    twins = []
+    for ax, value in zip(axes, values):
+        twin = paper_axis(ax, [x], [value], label, linestyle="none", marker="D", markersize=7)
+        twin.annotate(f"{value:g}", (x, value), xytext=(-6, 0), textcoords="offset points", ha="right",
+                      va="center", fontsize=8, color="0.45")
+        twin.set_ylim(0, top)
+        twin.set_ylabel("")
+        twin.tick_params(axis="y", labelright=False)
+        twins.append(twin)
+    twins[-1].tick_params(axis="y", labelright=True)
+    twins[-1].set_ylabel(ylabel, color="0.45")
+    return twins
+
+
+def tau_line(ax, tau: float, vertical: bool = False, **line_kwargs):
+    """Paper B's usefulness threshold tau as a labelled reference line, horizontal unless
+    `vertical`; returns the line."""
+    draw = ax.axvline if vertical else ax.axhline
+    style = {"color": "C3", "linestyle": "--", "linewidth": 1} | line_kwargs
+    return draw(tau, label=f"tau = {tau:g}, paper B's usefulness threshold", **style)
 
 
 def loss_curves(ax, history: pd.DataFrame, variants: dict[str, str], smooth: int = 1, x: str = "tokens") -> None:
@@ -149,15 +177,17 @@ def rung_matrices(ladder, tau: float):
             axes[row, col].images[0].set_extent((0.5, n + 0.5, n + 0.5, 0.5))
             axes[row, col].set_title(f"{name}, {label}")
             axes[row, col].set_xlabel("later block l" if name == "causal" else "block j")
+            axes[row, col].xaxis.set_major_locator(plt.MaxNLocator(integer=True))
         axes[row, 0].set_ylabel("skipped block s" if name == "causal" else "block i")
     for col, label in enumerate(labels):
         rises = pd.DataFrame({i: a.usefulness.relative_increase for i, a in enumerate(analyses[label])})
-        seed_band(axes[2, col], rises.index + 1, rises, "C0", marker="o", markersize=3)
-        axes[2, col].axhline(tau, color="C3", linestyle="--")
+        seed_band(axes[2, col], rises.index + 1, rises, "C0", "ours, mean over seeds", marker="o", markersize=3)
+        tau_line(axes[2, col], tau)
         axes[2, col].set_yscale("symlog", linthresh=1e-3)
         axes[2, col].set_xlabel("layer")
         axes[2, col].xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     axes[2, 0].set_ylabel("relative loss rise, affine block")
+    fig.legend(*axes[2, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
     return fig
 
 
@@ -180,7 +210,7 @@ def usefulness_curves(curve: pd.DataFrame, tau: float, matched: float | None = N
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for color, column in zip(plt.cm.viridis(np.linspace(0, 0.9, curve.shape[1])), curve.columns):
         ax.plot(curve.index, curve[column], "o-", color=color, markersize=3, label=column)
-    ax.axvline(tau, color="k", linestyle=":", linewidth=1, label=f"paper's tau = {tau:g}")
+    tau_line(ax, tau, vertical=True, color="k", linestyle=":")
     if matched is not None:
         ax.axvline(matched, color="C3", linestyle="-.", linewidth=1, label=f"matched tau = {matched:.2g}")
     ax.set(xscale="log", xlabel="tau", ylabel="useful share E / L", ylim=(-0.03, 1.03))

@@ -9,6 +9,7 @@ so the README's numbers are regenerated, never typed.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -58,6 +59,13 @@ def collect(figures_root: str | Path, profile: str, exclude: tuple[str, ...] = (
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+def paper_order(name: str) -> tuple:
+    """Sort key of a notebook (or paper) name in natural order: its letters, then its number
+    (a0, a1, a2, ..., a10, a11, b1, ...); a name without a number sorts by its letters alone."""
+    match = re.match(r"([A-Za-z]+)(\d+)", name)
+    return (match[1], int(match[2]), name) if match else (name, -1, name)
+
+
 def effect(row: pd.Series) -> str:
     """'ratio 0.945 [0.895, 0.998] (paper 0.975)' of a claim row, or '' without an effect."""
     if row.get("effect") is None or pd.isna(row.get("effect")):
@@ -71,8 +79,7 @@ def findings(table: pd.DataFrame) -> str:
     """One Markdown paragraph per notebook, in paper order: its verdict counts (the papers' claims,
     then ours) and every decisive claim with its effect beside the paper's."""
     paragraphs = []
-    order = sorted(table["notebook"].unique(), key=lambda name: (name[0], int(name[1:].split("_")[0])))
-    for notebook in order:
+    for notebook in sorted(table["notebook"].unique(), key=paper_order):
         rows = table[table["notebook"] == notebook]
         counts = "; ".join(f"{label}: " + ", ".join(f"{n} {v}" for v, n in rows[rows["source"] == source]["verdict"]
                                                      .value_counts().reindex(VERDICT_ORDER).dropna().astype(int).items())
@@ -85,8 +92,10 @@ def findings(table: pd.DataFrame) -> str:
 
 
 def summary(table: pd.DataFrame, by: str = "paper") -> pd.DataFrame:
-    """Counts of each verdict per value of `by` (paper or notebook), with a total column and row."""
+    """Counts of each verdict per value of `by` (paper or notebook; rows in `paper_order`), with a
+    total column and row."""
     counts = pd.crosstab(table[by], table["verdict"])
+    counts = counts.loc[sorted(counts.index, key=paper_order)]
     counts = counts[[v for v in VERDICT_ORDER if v in counts.columns]]
     counts["total"] = counts.sum(axis=1)
     counts.loc["all"] = counts.sum()

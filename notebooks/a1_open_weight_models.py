@@ -144,7 +144,8 @@ for name in models:
 # %% [markdown]
 # ## Fig. 2 (top): the cost of removing one layer
 # Each group of windows gives one estimate per layer; lines are the mean over groups, bands
-# their min..max.
+# their min..max. Each model keeps its colour in both figures of Fig. 2; encoders are dashed.
+# On the first decoder, black squares: its ARC-Easy accuracy drop (right axis).
 
 # %%
 removal, distances, seconds = {}, {}, {}
@@ -180,11 +181,13 @@ if arc_limit and decoders:
 
 # %%
 MEASURE = {"decoder": "next-token loss increase (nats)", "encoder": "1 - cos(sentence embedding)"}
+COLORS = dict(zip(models, plt.cm.tab10.colors))  # one colour per model, the same in every panel of Fig. 2
+LINESTYLES = {"decoder": "-", "encoder": "--"}
 fig, axes = plt.subplots(1, len(loaded), figsize=(4.8 * len(loaded), 3.8))
 for ax, (name, m) in zip(np.atleast_1d(axes), loaded.items()):
     table = pd.DataFrame(np.stack([r.loss_increase for r in removal[name]], axis=1))
     layers = np.arange(1, m["n_layers"] + 1)
-    plots.seed_band(ax, layers, table, "C0" if m["kind"] == "decoder" else "C3", marker="o", markersize=3)
+    plots.seed_band(ax, layers, table, COLORS[name], linestyle=LINESTYLES[m["kind"]], marker="o", markersize=3)
     ax.set_yscale("log")
     ax.set_xlabel("removed layer")
     ax.set_ylabel(MEASURE[m["kind"]])
@@ -192,8 +195,8 @@ for ax, (name, m) in zip(np.atleast_1d(axes), loaded.items()):
     if arc is not None and name == decoders[0]:
         twin = ax.twinx()
         kept = arc[arc["removed"] != "none"]
-        twin.plot(kept["removed"].astype(int) + 1, kept["drop_acc"] * 100, "s", color="C1", label="ARC-E acc drop")
-        twin.set_ylabel("ARC-Easy accuracy drop (points)", color="C1")
+        twin.plot(kept["removed"].astype(int) + 1, kept["drop_acc"] * 100, "s", color="k", label="ARC-E acc drop")
+        twin.set_ylabel("ARC-Easy accuracy drop (points)", color="k")
         twin.set_ylim(min(0, twin.get_ylim()[0]), None)
         twin.legend(loc="upper right")
 plots.save(fig, figures_dir, "fig2_layer_removal")
@@ -221,8 +224,8 @@ adjacent = {name: np.stack([np.diag(d, 1) for d in distances[name]], axis=1) for
 ax = right.subplots()
 for name, table in adjacent.items():
     depth = np.arange(1, len(table) + 1) / len(table)
-    plots.seed_band(ax, depth, pd.DataFrame(table), "C0" if loaded[name]["kind"] == "decoder" else "C3",
-                    label=name, marker="o", markersize=3)
+    plots.seed_band(ax, depth, pd.DataFrame(table), COLORS[name], label=f"{name} ({loaded[name]['label']})",
+                    linestyle=LINESTYLES[loaded[name]["kind"]], marker="o", markersize=3)
 ax.axhline(0.2, color="grey", linestyle=":", linewidth=1, label="0.2 (paper's mark)")
 ax.set(xlabel="relative depth $l / L$", ylabel="$d(x^l, x^{l+1})$", title="adjacent layers")
 ax.legend()

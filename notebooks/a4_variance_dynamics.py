@@ -63,6 +63,8 @@ from cod.results import load_final, load_history, load_layer_stats, spread
 from cod.verdicts import Claims, compare, one_sample
 
 LABELS = {"pre_ln": "Pre-LN", "scaled_init": "Pre-LN + scaled init", "lns": "LNS"}
+PAPER_LAST = {"pre_ln": 175, "scaled_init": 175, "lns": 25}  # §5.4: last layer's σ² at the end (about), Fig. 4
+PAPER_RUN = "paper A, 130M, 10K steps"
 runs_dir = f"{runs_root}/{profile}"
 stats = load_layer_stats(experiment, runs_dir)
 final = load_final(experiment, runs_dir)
@@ -124,12 +126,13 @@ curves = {v: history[history["variant"] == v].pivot_table(index="tokens", column
           .rolling(3, min_periods=1).mean() for v in variants}
 for color, v in zip(plt.cm.tab10.colors, variants):
     plots.seed_band(axes[1], curves[v].index, curves[v] - curves["pre_ln"], color, LABELS[v])
-axes[1].axhline(0, color="0.6", linewidth=0.8)
+axes[1].axhline(0, color="0.6", linewidth=0.8, label="no difference")
 axes[1].set_xlabel("training tokens")
 axes[1].set_ylabel("training loss minus Pre-LN's")
 axes[0].set_title("training loss")
 axes[1].set_title("difference to Pre-LN, same seed")
-axes[0].legend()
+for ax in axes:
+    ax.legend()
 fig.suptitle(f"Training loss ({profile} profile, {len(seeds)} seeds)")
 plots.save(fig, figures_dir, "loss_curves")
 plt.show()
@@ -138,17 +141,22 @@ plt.show()
 # ## Fig. 4: variance of every layer over training
 # One line per layer, shallow blue to deep red; the dotted line marks the first logged step after
 # warmup. The paper draws Fig. 4 on a linear axis up to 175; ours spans two decades, so the
-# axis is logarithmic.
+# axis is logarithmic. Grey diamonds at the end of training: the paper's last layer at the end of
+# its run (§5.4), on a linear axis of its own (right), shared by the three panels.
 
 # %%
 fig, axes = plt.subplots(1, len(variants), figsize=(4.6 * len(variants), 3.8), sharey=True)
 for ax, variant in zip(np.atleast_1d(axes), variants):
     plots.layer_curves_over_training(ax, stats[stats["variant"] == variant])
-    ax.axvline(warm, color="0.5", linestyle=":", linewidth=1)
+    ax.axvline(warm, color="0.5", linestyle=":", linewidth=1,
+               label=f"first logged step after warmup ({warmup_fraction:.0%} of steps)")
     ax.set_title(LABELS[variant])
     ax.set_yscale("log")
 axes[0].set_ylabel(f"output variance {plots.SIGMA2}")
-fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside right center", ncol=1)
+twins = plots.paper_marks(axes, steps[-1], [PAPER_LAST[v] for v in variants], f"last layer at the end, {PAPER_RUN}",
+                          f"last layer {plots.SIGMA2}, {PAPER_RUN}")
+handles = [h for a in (axes[-1], twins[-1]) for h in a.get_legend_handles_labels()[0]]
+fig.legend(handles, [h.get_label() for h in handles], loc="outside right center", ncol=1)
 fig.suptitle(f"Per-layer output variance during training ({profile} profile, {len(seeds)} seeds)")
 plots.save(fig, figures_dir, "fig4_variance_over_training")
 plt.show()
@@ -172,8 +180,9 @@ for color, variant in zip(plt.cm.tab10.colors, variants):
         table = group_mean(rows, layers)
         plots.seed_band(ax, table.index, table / table.iloc[0], color, LABELS[variant])
 for ax, name, layers in zip(axes, ["deep", "shallow"], [deep, shallow]):
-    ax.axvline(warm, color="0.5", linestyle=":", linewidth=1)
-    ax.axhline(1.0, color="0.7", linewidth=0.8)
+    ax.axvline(warm, color="0.5", linestyle=":", linewidth=1,
+               label=f"first logged step after warmup ({warmup_fraction:.0%} of steps)")
+    ax.axhline(1.0, color="0.7", linewidth=0.8, label=f"{plots.SIGMA2} at step 0")
     ax.set_yscale("log")
     ax.set_xlabel("training step")
     ax.set_title(f"{name} blocks {layers[0]}-{layers[-1]}")
@@ -256,7 +265,7 @@ table.to_csv(Path(figures_dir) / "per_run.csv", index=False)
 by = {v: table[table["variant"] == v].set_index("seed") for v in variants}
 pre, lns, scaled = by["pre_ln"], by["lns"], by["scaled_init"]
 offset_start, offset_end = (pre["last_start"] / lns["last_start"]).mean(), (pre["last_end"] / lns["last_end"]).mean()
-growth = compare(lns["deep_growth"], pre["deep_growth"], paper=(25, 175))
+growth = compare(lns["deep_growth"], pre["deep_growth"], paper=(PAPER_LAST["lns"], PAPER_LAST["pre_ln"]))
 claims = Claims("A", profile, seeds)
 claims.add("a4-deep-variance-grows", "Fig. 4 / section 5.4",
            f"Under Pre-LN the deep blocks' ({deep[0]}-{deep[-1]}) output variance grows after warmup "
@@ -282,7 +291,7 @@ claims.add("a4-scaled-init-insufficient", "Fig. 4 / section 5.4",
            "scaled init reaches ~175 like Pre-LN; LNS ~25",
            compare(np.log(scaled["last_end"] / pre["last_end"]).abs(),
                    np.log(scaled["last_end"] / lns["last_end"]).abs(), scale="difference",
-                   paper=(0.0, float(np.log(175 / 25)))))
+                   paper=(0.0, float(np.log(PAPER_LAST["pre_ln"] / PAPER_LAST["lns"])))))
 claims.add("a9-variance-rises-with-depth", "Fig. 9 / appendix B",
            "Under Pre-LN variance rises with depth at the end of training (slope of log σ² against layer > 0)",
            "rises with depth at 1K, 3K, 6K steps",

@@ -70,7 +70,7 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_table
+from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
 from cod.results import load_history
 from cod.verdicts import REPRODUCED, Claims, best_of, compare, diverged, one_sample
 
@@ -119,6 +119,7 @@ fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.2), squeeze=F
 for ax, size in zip(axes[0], sizes):
     ppl_dots(ax, sweep[sweep["size"] == size], ROWS, PAPER[size])
     ax.set_title(f"{size} miniature")
+ppl_dots_legend(fig, "paper A, Table 1", loc="outside lower center", ncol=3)
 plots.save(fig, figures_dir, "table1_perplexity")
 plt.show()
 

@@ -368,18 +368,20 @@ for row, name in enumerate(["causal", "permutation"]):
         axes[row, col].images[0].set_extent((0.5, n + 0.5, n + 0.5, 0.5))
         axes[row, col].set_title(f"{name}, {label[v]}")
         axes[row, col].set_xlabel("later block l" if name == "causal" else "block j")
+        axes[row, col].xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     axes[row, 0].set_ylabel("skipped block s" if name == "causal" else "block i")
 for col, v in enumerate(variants):
     rise = per_layer[per_layer["variant"] == v].pivot_table(index="layer", columns="seed",
                                                              values="usefulness_increase")
-    plots.seed_band(axes[2, col], rise.index, rise, "C0", marker="o", markersize=3)
-    axes[2, col].axhline(tau, color="C3", linestyle="--")
+    plots.seed_band(axes[2, col], rise.index, rise, "C0", "ours, mean over seeds", marker="o", markersize=3)
+    plots.tau_line(axes[2, col], tau)
     axes[2, col].set_yscale("symlog", linthresh=1e-2)
     axes[2, col].set_xlabel("layer")
     axes[2, col].xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     axes[2, col].set_ylim(min(0.0, per_layer["usefulness_increase"].min()) - 1e-3,
                           1.5 * max(tau, per_layer["usefulness_increase"].max()))
 axes[2, 0].set_ylabel("relative loss rise, affine block")
+fig.legend(*axes[2, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
 plots.save(fig, figures_dir, "score_matrices")
 plt.show()
 

@@ -171,12 +171,13 @@ for color, length in zip(length_colors, eval_lengths):
                         markersize=3)
 uniform_entropy = {length: float(np.mean(np.log(np.arange(1, length + 1)))) for length in eval_lengths}
 for color, length in zip(length_colors, eval_lengths):
-    axes[1].axhline(uniform_entropy[length], color=color, linestyle=":", linewidth=1)
+    axes[1].axhline(uniform_entropy[length], color=color, linestyle=":", linewidth=1,
+                    label=f"uniform causal attention at {length}")
 for ax, title in zip(axes, [f"sparsity at {thresholds[middle]:g} (Figs. 14-17)", "entropy, nats (Fig. 18)"]):
     ax.set_xticks(np.arange(len(ladder.labels)), ladder.labels)
     ax.set_xlabel("training length")
     ax.set_title(title)
-axes[1].legend(fontsize=7)
+axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
 plots.save(fig, figures_dir, "fig14_18_eval_lengths")
 plt.show()
 

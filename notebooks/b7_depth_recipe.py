@@ -132,11 +132,12 @@ for ax, (column, paper_column, ylabel) in zip(axes, [("accuracy", "accuracy", "m
         ax.plot(x, PAPER[paper_column], "x", color="tab:red", markersize=9, label="paper")
     ax.set(xticks=x, ylabel=ylabel)
     ax.set_xticklabels(ladder.labels, rotation=20)
-axes[0].axhline(chance, ls="--", color="grey", lw=1)
+axes[0].axhline(chance, ls="--", color="grey", lw=1, label=f"chance, {chance:g}%")
 axes[1].plot(x, ladder.by_seed("usefulness").mean(axis=1), "s--", color="grey", label=f"ours at tau = {tau:g}")
 axes[1].set_title(f"usefulness at the matched tau = {matched:.3g} (paper: tau = {tau:g})")
 axes[0].set_title(f"mean {metric} of {', '.join(tasks)}")
-axes[1].legend(fontsize=7)
+for ax in axes[:2]:
+    ax.legend(fontsize=7)
 plots.save(fig, figures_dir, "fig1_recipe")
 plt.show()
 

@@ -170,7 +170,7 @@ for ax, (key, f) in zip(axes.ravel(), PER_LAYER.items()):
         plots.seed_band(ax, np.arange(1, L + 1) / L, pd.DataFrame(np.stack(ours, axis=1)), "0.5", marker=".",
                         label=f"ours, ladder {deepest} (L={L}, {len(ours)} seeds)")
     if key.startswith("usefulness"):
-        ax.axhline(tau, color="k", linestyle=":", linewidth=1, label=f"tau = {tau:g}")
+        plots.tau_line(ax, tau, color="k", linestyle=":")
     if key.startswith(("usefulness", "layer removal")):  # a replaced or removed block can lower the loss
         ax.set_yscale("symlog", linthresh=1e-3)
     elif "entropy" not in key:
@@ -201,7 +201,7 @@ for column in curve:
     ax.plot(curve.index, curve[column], "o-" if public else ".--", color=COLORS.get(column, None),
             alpha=1 if public else 0.6, label=column)
 ax.plot([tau] * len(PAPER), PAPER["usefulness"], "k^", label="paper B, L = 12-32 (tau = 0.1)")
-ax.axvline(tau, color="k", linestyle=":", linewidth=1)
+plots.tau_line(ax, tau, vertical=True, color="k", linestyle=":")
 ax.set(xscale="log", xlabel="tau", ylabel="useful share E / L", ylim=(-0.03, 1.03))
 ax.legend(fontsize=7)
 plots.save(fig, figures_dir, "usefulness_vs_tau")

@@ -71,13 +71,13 @@ display(by_notebook)
 # %% [markdown]
 # ## Verdicts per notebook
 # Each bar counts one notebook's claims (the papers' and ours) by verdict: the replication
-# claims (left group of colours) and the theory checks (right group), notebooks in paper order.
+# claims (left group of colours) and the theory checks (right group), notebooks in paper order
+# (a0, a1, ..., a10, a11, then b1, ...).
 
 # %%
 colors = {"reproduced": "#2a9d8f", "not reproduced": "#e76f51", "inconclusive": "#bdbdbd",
           "beyond reach": "#f4d58d", "holds": "#264653", "holds loosely": "#8ab17d", "fails": "#9d0208"}
-counts = by_notebook.drop(index="all").drop(columns="total")
-counts = counts.loc[sorted(counts.index, key=lambda name: (name[0], int(name[1:].split("_")[0])))]
+counts = by_notebook.drop(index="all").drop(columns="total")  # rows in paper order (`scoreboard.paper_order`)
 fig, ax = plt.subplots(figsize=(7.5, 0.35 * len(counts) + 1.2))
 left = pd.Series(0, index=counts.index)
 for verdict in counts.columns:
@@ -86,7 +86,7 @@ for verdict in counts.columns:
 ax.invert_yaxis()
 ax.set_xlabel("claims")
 ax.legend(ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8)
-ax.set_title(f"Verdicts per notebook ({profile} profile)", pad=40)
+fig.suptitle(f"Verdicts per notebook: every judged claim ({profile} profile, {len(table)} claims)")
 plots.save(fig, figures_dir, "verdicts_by_notebook")
 plt.show()
 

@@ -85,3 +85,10 @@ def test_scoring_times_divide_each_measure_by_the_items_it_loops_over():
     assert times.loc["usefulness", "tokens"] == "2048 fitted, 256 scored" and "stream" not in times.index
     every_pair = scoreboard.scoring_times(seconds, {**settings, "permutation_pairs": None}, n_layers=30)
     assert every_pair.loc["permutation", "items"] == "435 pairs"
+
+
+def test_summary_by_notebook_lists_notebooks_in_paper_order():
+    table = pd.DataFrame({"notebook": ["b1_y", "a10_x", "a1_x", "a0_x", "h0_pilot", "a2_x"],
+                          "verdict": ["reproduced"] * 6})
+    counts = scoreboard.summary(table, "notebook")
+    assert list(counts.index) == ["a0_x", "a1_x", "a2_x", "a10_x", "b1_y", "h0_pilot", "all"]

@@ -1,0 +1,22 @@
+"""The shared plot helpers: reference lines and the paper's values carry legend labels."""
+
+import matplotlib.pyplot as plt
+
+from cod import plots
+
+
+def test_tau_line_is_labelled_as_paper_bs_threshold():
+    fig, ax = plt.subplots()
+    line = plots.tau_line(ax, 0.1, vertical=True)
+    assert line.get_label() == "tau = 0.1, paper B's usefulness threshold"
+    assert ax.get_legend_handles_labels()[1] == [line.get_label()]
+    plt.close(fig)
+
+
+def test_paper_marks_share_one_scale_and_one_label():
+    fig, axes = plt.subplots(1, 3, sharey=True)
+    twins = plots.paper_marks(axes, 420, [175, 175, 25], "paper A, 130M, 10K steps", "paper's variance")
+    assert {twin.get_ylim() for twin in twins} == {(0.0, 1.15 * 175)}
+    assert [twin.get_legend_handles_labels()[1] for twin in twins] == [["paper A, 130M, 10K steps"]] * 3
+    assert twins[-1].get_ylabel() == "paper's variance" and twins[0].get_ylabel() == ""
+    plt.close(fig)
