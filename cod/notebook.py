@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import base64
 import hashlib
 import logging
 import os
@@ -54,6 +55,7 @@ import yaml
 
 from cod import ROOT
 from cod.config import ConfigError, parse_override
+from cod.png import compact_png
 
 NOTEBOOKS = ROOT / "notebooks"
 EXECUTED = NOTEBOOKS / "executed"
@@ -260,7 +262,7 @@ def record_paths(notebook, source: Path, executed: Path) -> None:
 
 def stabilise(notebook, name: str) -> None:
     """Make notebook NAME's bytes depend on its sources and results only: stable cell ids, no
-    timings, floats of text and JSON outputs rounded. Images are left as they are."""
+    timings, floats of text and JSON outputs rounded, PNG images in a palette (`cod.png`)."""
     for cell, cell_id in zip(notebook.cells, cell_ids(name, [c.source for c in notebook.cells])):
         cell.id = cell_id
         cell.metadata.pop("execution", None)  # the kernel's timestamps
@@ -268,8 +270,16 @@ def stabilise(notebook, name: str) -> None:
             cell.metadata.get("papermill", {}).pop(key, None)
         for output in cell.get("outputs", []):
             round_output(output)
+            compact_images(output)
     for key in TIMINGS:
         notebook.metadata.get("papermill", {}).pop(key, None)
+
+
+def compact_images(output) -> None:
+    """Re-encode an output's PNG image (base64 in the notebook) with `compact_png`."""
+    data = output.get("data", {})
+    if "image/png" in data:
+        data["image/png"] = base64.b64encode(compact_png(base64.b64decode(data["image/png"]))).decode()
 
 
 def cell_ids(name: str, sources: list[str]) -> list[str]:
