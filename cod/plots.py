@@ -134,6 +134,13 @@ def tau_line(ax, tau: float, vertical: bool = False, **line_kwargs):
     return draw(tau, label=f"tau = {tau:g}, paper B's usefulness threshold", **style)
 
 
+def halves_line(ax, n_layers: int, **line_kwargs):
+    """The divider between the shallow half (blocks 1..L/2) and the deep half of `n_layers`
+    blocks as a labelled vertical line on a per-layer axis; returns the line."""
+    style = {"color": "grey", "linestyle": ":", "linewidth": 1} | line_kwargs
+    return ax.axvline(n_layers / 2 + 0.5, label="shallow | deep halves", **style)
+
+
 def loss_curves(ax, history: pd.DataFrame, variants: dict[str, str], smooth: int = 1, x: str = "tokens") -> None:
     """Training loss against `x` (tokens or step) for {label: variant}: mean over seeds (each
     seed's curve a running mean over `smooth` logged steps first), min..max band; a diverged

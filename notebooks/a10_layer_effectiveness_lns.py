@@ -180,10 +180,9 @@ for row, name in enumerate(sizes):
             plots.seed_band(ax, values.index, values, COLORS[label], label, marker="o", markersize=3)
     n = at["layer"].max()
     for ax in axes[row]:
-        ax.axvline(n / 2 + 0.5, color="grey", linestyle=":", linewidth=1)
+        plots.halves_line(ax, n)
         ax.set_xlabel("removed layer $l$" if ax is axes[row, 0] else "layer $l$")
-        ax.legend()
-    axes[row, 0].axhline(0, color="black", linewidth=0.5)
+    axes[row, 0].axhline(0, color="black", linewidth=0.5, label="no loss increase")
     axes[row, 0].set_yscale("symlog", linthresh=1e-2)
     axes[row, 0].set_ylabel("loss increase (nats)")
     axes[row, 0].set_title(f"{size_label(name)}: performance drop of layer pruning")
@@ -195,7 +194,8 @@ for row, name in enumerate(sizes):
     axes[row, 2].set_ylim(0, 1.05)
     axes[row, 2].set_ylabel(r"$d(x^l, x^{l+1})$, scaled to [0, 1] per run")
     axes[row, 2].set_title(f"{size_label(name)}: on the paper's figure scale")
-    axes[row, 2].legend()
+    for ax in axes[row]:
+        ax.legend()
 plots.save(fig, figures_dir, "fig7_layer_effectiveness")
 plt.show()
 

@@ -179,9 +179,9 @@ for row, name in enumerate(sizes):
             plots.seed_band(ax, values.index, values, COLORS[label], label, marker="o", markersize=3)
     n = at["layer"].max()
     for ax in axes[row]:
-        ax.axvline(n / 2 + 0.5, color="grey", linestyle=":", linewidth=1)  # shallow | deep half
+        plots.halves_line(ax, n)
         ax.set_xlabel("removed layer $l$" if ax is axes[row, 0] else "layer $l$")
-    axes[row, 0].axhline(0, color="black", linewidth=0.5)
+    axes[row, 0].axhline(0, color="black", linewidth=0.5, label="no loss increase")
     axes[row, 0].set_yscale("symlog", linthresh=1e-2)
     axes[row, 0].set_ylabel("loss increase (nats)")
     axes[row, 0].set_title(f"{size_label(name)}: removing one layer")

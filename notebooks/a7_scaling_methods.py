@@ -60,7 +60,7 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_table
+from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
 from cod.results import load_history
 from cod.verdicts import Claims, best_of, compare
 
@@ -130,6 +130,7 @@ for column, size in enumerate(sizes):
     ax.set_ylim(top=at["loss"].quantile(0.5) + 1.0)
     ax.set_title(f"Training loss, {size} miniature")
 axes[1][0].legend(ncols=2, loc="upper right")  # 130M has every row, OLMo init included
+ppl_dots_legend(fig, "paper A, Table 6", loc="outside upper center", ncol=3)
 plots.save(fig, figures_dir, "loss_curves")
 plt.show()
 

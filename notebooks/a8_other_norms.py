@@ -60,7 +60,7 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_table
+from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
 from cod.results import load_history
 from cod.verdicts import REPRODUCED, Claims, best_of, compare, effect_text
 
@@ -100,6 +100,7 @@ history = load_history(experiment, runs_dir)
 fig, (ax_ppl, ax) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2, 3]})
 ppl_dots(ax_ppl, sweep, ROWS, PAPER["130M"])
 ax_ppl.set_title("Table 7: final perplexity at 130M")
+ppl_dots_legend(fig, "paper A, Table 7", loc="outside lower center", ncol=3)
 plots.loss_curves(ax, history, ROWS, smooth=5)
 ax.set_ylim(top=history["loss"].quantile(0.5) + 1.0)
 ax.legend()

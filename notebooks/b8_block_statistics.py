@@ -198,7 +198,7 @@ for row, prefix in enumerate(["G", "Glate"]):
         for color, kind in zip(["0.4", "C0", "C3"], KINDS):
             table = growth[growth["variant"] == v].pivot_table(index="layer", columns="seed", values=f"{prefix}_{kind}")
             plots.seed_band(ax, table.index, table, color, KINDS[kind], marker="o", markersize=3)
-        ax.axhline(1, color="0.6", linestyle=":", linewidth=0.8)
+        ax.axhline(1, color="0.6", linestyle=":", linewidth=0.8, label="1: no growth")
         ax.set_yscale("log")
         ax.set_xlabel("layer")
         ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
@@ -232,7 +232,8 @@ for v in variants:
     plots.seed_band(axes[0], table.index, table, colors[v], label[v], marker="o", markersize=3)
     plots.seed_band(axes[1], table.index / depth_of[v], table, colors[v], label[v], marker="o", markersize=3)
 for ax, xlabel in zip(axes, ["layer", "relative depth l / L"]):
-    ax.axhline(GAUSSIAN_KURTOSIS, color="0.6", linestyle=":", linewidth=0.8)
+    ax.axhline(GAUSSIAN_KURTOSIS, color="0.6", linestyle=":", linewidth=0.8,
+               label=f"Gaussian kurtosis ({GAUSSIAN_KURTOSIS:g})")
     ax.set_xlabel(xlabel)
 axes[0].set_ylabel(r"layer kurtosis $\kappa_l$ (eq. 20)")
 axes[0].set_title("layer-level kurtosis by layer")
@@ -263,12 +264,14 @@ for col, v in enumerate(variants):
         axes[row, col].set_xlabel("layer")
         axes[row, col].xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     axes[1, col].set_ylim(-0.05, 1.05)
-    axes[2, col].axhline(GAUSSIAN_KURTOSIS, color="0.6", linestyle=":", linewidth=0.8)
+    axes[2, col].axhline(GAUSSIAN_KURTOSIS, color="0.6", linestyle=":", linewidth=0.8,
+                         label=f"Gaussian kurtosis ({GAUSSIAN_KURTOSIS:g})")
 for col in range(1, len(variants)):
     axes[2, col].sharey(axes[2, 0])
 axes[0, 0].set_ylabel("dimension j")
 axes[1, 0].set_ylabel(r"share of dimensions with $\kappa_{l,j} > 3$")
 axes[2, 0].set_ylabel(r"largest $\kappa_{l,j}$ of the layer")
+axes[2, 0].legend()
 plots.save(fig, figures_dir, "fig13_per_dimension_kurtosis")
 plt.show()
 

@@ -20,3 +20,11 @@ def test_paper_marks_share_one_scale_and_one_label():
     assert [twin.get_legend_handles_labels()[1] for twin in twins] == [["paper A, 130M, 10K steps"]] * 3
     assert twins[-1].get_ylabel() == "paper's variance" and twins[0].get_ylabel() == ""
     plt.close(fig)
+
+
+def test_halves_line_splits_after_block_l_over_2_and_is_labelled():
+    fig, ax = plt.subplots()
+    line = plots.halves_line(ax, 12)
+    assert line.get_xdata()[0] == 6.5
+    assert ax.get_legend_handles_labels()[1] == ["shallow | deep halves"]
+    plt.close(fig)
