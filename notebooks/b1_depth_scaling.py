@@ -205,12 +205,13 @@ curves = {v: history[history["variant"] == v].pivot_table(index="tokens", column
           .rolling(smooth, min_periods=1).mean() for v in variants}
 for color, v in zip(plt.cm.tab10.colors, variants):
     plots.seed_band(axes[1], curves[v].index, curves[v] - curves[variants[0]], color, label[v])
-axes[1].axhline(0, color="0.6", linewidth=0.8)
+axes[1].axhline(0, color="0.6", linewidth=0.8, label=f"no difference to L={depth_of[variants[0]]}")
 axes[1].set_xlabel("training tokens")
 axes[1].set_ylabel(f"training loss minus L={depth_of[variants[0]]}'s")
 axes[0].set_title("training loss")
 axes[1].set_title("difference to the shallowest model, same seed")
 axes[0].legend()
+axes[1].legend(fontsize=8)
 fig.suptitle(f"Training loss by depth ({profile} profile, {len(seeds)} seeds)")
 plots.save(fig, figures_dir, "loss_curves")
 plt.show()
