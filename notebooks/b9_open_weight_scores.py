@@ -349,17 +349,18 @@ times = pd.concat({m: scoreboard.scoring_times(a.seconds, settings[m], len(a.var
                   names=["model"])
 times.to_csv(Path(figures_dir) / "scoring_times.csv")
 display(times)
-at, n_blocks = times.loc[readme_model], len(scores[readme_model].variance)
-all_pairs = n_blocks * (n_blocks - 1) // 2
-block = "\n".join([
-    f"Scoring `{readme_model}` ({n_blocks} blocks) on this project's 2-core CPU machine, as the "
-    f"`analyse_open@{readme_model}` stage timed it ({settings[readme_model]['threads']} threads; `b9_open_weight_scores`, "
-    f"[all three models](figures/{profile}/b9_open_weight_scores/scoring_times.csv)):",
-    "",
-    scoreboard.markdown(at).strip(),
-    "",
-    f"All {all_pairs} permutation pairs at {settings[readme_model]['permutation_tokens']} tokens would take about "
-    f"{all_pairs * at.loc['permutation', 'seconds per item'] / 60:.0f} minutes; pass `pairs=` to draw fewer.",
-])
-if profile == readme_profile and scoreboard.update_readme(readme, block, scoreboard.TIMING_MARKERS):
-    print(f"{readme}: scoring-times block updated")
+if profile == readme_profile and readme_model in scores:  # the README shows the default profile's timings
+    at, n_blocks = times.loc[readme_model], len(scores[readme_model].variance)
+    all_pairs = n_blocks * (n_blocks - 1) // 2
+    block = "\n".join([
+        f"Scoring `{readme_model}` ({n_blocks} blocks) on this project's 2-core CPU machine, as the "
+        f"`analyse_open@{readme_model}` stage timed it ({settings[readme_model]['threads']} threads; `b9_open_weight_scores`, "
+        f"[all {len(scores)} models](figures/{profile}/b9_open_weight_scores/scoring_times.csv)):",
+        "",
+        scoreboard.markdown(at).strip(),
+        "",
+        f"All {all_pairs} permutation pairs at {settings[readme_model]['permutation_tokens']} tokens would take about "
+        f"{all_pairs * at.loc['permutation', 'seconds per item'] / 60:.0f} minutes; pass `pairs=` to draw fewer.",
+    ])
+    if scoreboard.update_readme(readme, block, scoreboard.TIMING_MARKERS):
+        print(f"{readme}: scoring-times block updated")

@@ -124,8 +124,9 @@ def test_ddp_with_two_processes_matches_one_process(tiny_tokens, tmp_path):
     assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-4)
     wa = torch.load(tmp_path / "single" / "model.pt")["model"]
     wb = torch.load(tmp_path / "ddp" / "model.pt")["model"]
-    for k in wa:
-        torch.testing.assert_close(wa[k], wb[k], rtol=1e-4, atol=1e-5)
+    for k in wa:  # float32 all-reduce sums in another order; after 6 AdamW steps of lr 1e-2 a weight
+        # near zero moves by up to ~1e-5 (1.2e-5 on this project's Xeon machines): atol 3e-5, 3e-3 of lr
+        torch.testing.assert_close(wa[k], wb[k], rtol=1e-4, atol=3e-5)
 
 
 def test_resume_reads_the_checkpoint_on_the_cpu_whatever_the_device(tiny_tokens, tmp_path):
