@@ -45,7 +45,7 @@ from cod.eval.lm import TextEncoder
 from cod.eval.pretrained import load_layered
 from cod.metrics.attention import AttentionStats, attention_at_lengths
 from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
-from cod.params import PROFILES, ROOT, load_params, resolve_runs
+from cod.params import PROFILES, ROOT, load_params, pick, resolve_runs
 from cod.results import analyse_command, load_model, train_command
 
 LAYER_SETTINGS = ("eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau")  # with layers: true
@@ -100,11 +100,7 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu", progress: bo
     profile = params["profile"]
     runs = analysed_runs(spec, params)
     if only is not None:
-        unknown = sorted(set(only) - {run.name for run in runs})
-        if unknown:
-            raise ConfigError(f"--runs {','.join(unknown)}: not runs of analysis {name} under profile {profile!r}; "
-                              f"allowed: {', '.join(run.name for run in runs)}")
-        runs = [run for run in runs if run.name in only]
+        runs = pick(runs, only, lambda run: run.name, "--runs", f"runs of analysis {name} under profile {profile!r}")
     longest = max(spec["attention_lengths"] or [0])
     too_short = {run.name: run.config.model.max_seq_len for run in runs if run.config.model.max_seq_len < longest}
     if too_short:

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
-from cod.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, profile_settings, resolve_runs
+from cod.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
 from cod.plan import PLAN_MARKERS, plan, readme_block
 from cod.scoreboard import update_readme
 
@@ -114,11 +114,8 @@ def train(experiment: str, params: dict[str, Any], jobs: int | None = None, vari
     raise if any crashed."""
     runs = resolve_runs(experiment, params)
     if variants is not None:
-        unknown = sorted(set(variants) - {run.variant for run in runs})
-        if unknown:
-            raise ConfigError(f"--variants {','.join(unknown)}: not variants of {experiment} under profile "
-                              f"{params['profile']!r}; allowed: {', '.join(dict.fromkeys(run.variant for run in runs))}")
-        runs = [run for run in runs if run.variant in variants]
+        runs = pick(runs, variants, lambda run: run.variant, "--variants",
+                    f"variants of {experiment} under profile {params['profile']!r}")
     for run in runs:
         dataset = ROOT / run.config.data.dataset_dir / "train.bin"
         if run.config.vision.dataset == ImageSet.NONE and not dataset.exists():

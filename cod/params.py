@@ -102,6 +102,16 @@ class Run:
                 "--name", f"{self.experiment}/{self.name}", *settings]
 
 
+def pick(runs: list[Run], wanted: list[str], name_of, option: str, what: str) -> list[Run]:
+    """The runs whose `name_of(run)` is in `wanted` (a command line's `option`); a name no run has
+    is refused in one line naming the allowed ones (`what` says what they are)."""
+    known = list(dict.fromkeys(name_of(run) for run in runs))
+    unknown = sorted(set(wanted) - set(known))
+    if unknown:
+        raise ConfigError(f"{option} {','.join(unknown)}: not {what}; allowed: {', '.join(known)}")
+    return [run for run in runs if name_of(run) in wanted]
+
+
 def load_params(path: Path = ROOT / "params.yaml") -> dict[str, Any]:
     params = yaml.safe_load(Path(path).read_text())
     if params.get("profile") not in PROFILES:
