@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cod.pilot import geomean
 from cod.results import load_final, load_layer_stats, load_validation
 from cod.verdicts import t_interval
 
@@ -107,10 +108,6 @@ def load_stats(points: dict[int, MapPoint], runs_root: str | Path) -> pd.DataFra
     return pd.concat(frames, ignore_index=True)
 
 
-def _geomean(values: pd.Series) -> float:
-    return float(np.exp(np.log(values).mean()))
-
-
 def variance_ratio(stats: pd.DataFrame) -> pd.DataFrame:
     """Deepest quarter's geometric-mean output variance over the shallowest quarter's, per depth,
     norm, seed and step (a quarter of L blocks is max(1, L // 4) of them)."""
@@ -119,7 +116,7 @@ def variance_ratio(stats: pd.DataFrame) -> pd.DataFrame:
         at = at.sort_values("layer")["resid_var"]
         quarter = max(1, len(at) // 4)
         rows.append({"depth": depth, "norm": norm, "seed": seed, "step": step,
-                     "ratio": _geomean(at.iloc[-quarter:]) / _geomean(at.iloc[:quarter])})
+                     "ratio": geomean(at.iloc[-quarter:]) / geomean(at.iloc[:quarter])})
     return pd.DataFrame(rows)
 
 

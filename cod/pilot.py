@@ -66,7 +66,7 @@ def _spearman(values: np.ndarray) -> float:
     return float(np.corrcoef(pd.Series(values).rank().to_numpy(), order)[0, 1])
 
 
-def _geomean(values: np.ndarray) -> float:
+def geomean(values: np.ndarray) -> float:
     return float(np.exp(np.mean(np.log(values))))
 
 
@@ -83,7 +83,7 @@ def judge(val_loss: float, unigram_ppl: float, variance_start: np.ndarray, varia
         "margin_nats": math.log(unigram_ppl) - val_loss,
         "rho_depth": _spearman(np.asarray(variance_end)),
         "depth_ratio": float(variance_end[-1] / variance_end[0]),
-        "growth_ratio": _geomean(growth[-quarter:]) / _geomean(growth[:quarter]),
+        "growth_ratio": geomean(growth[-quarter:]) / geomean(growth[:quarter]),
         "removal_ratio": float(np.mean(removal_rise[-third:]) / np.mean(shallow)),
     }
     out["real_lm"] = out["margin_nats"] >= criterion.margin_nats
