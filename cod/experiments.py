@@ -5,6 +5,7 @@
     python -m cod.experiments list a_130m                   # one experiment's runs and their settings
     python -m cod.experiments train a_130m                  # what DVC's train@NAME stage runs
     python -m cod.experiments train a_130m --variants pre_ln,lns   # only these variants, every seed
+    python -m cod.experiments train a_130m --new            # only runs with no result (not those whose weights are gone)
     python -m cod.experiments prepare                       # token arrays the profile needs
 
 Each run is a separate `python -m cod.run` process with one thread: on a CPU two
@@ -108,10 +109,11 @@ class GPUs:
                 self.free.put(gpu)
 
 
-def train(experiment: str, params: dict[str, Any], jobs: int | None = None, variants: list[str] | None = None) -> None:
+def train(experiment: str, params: dict[str, Any], jobs: int | None = None, variants: list[str] | None = None,
+          new_only: bool = False) -> None:
     """Train every run of `experiment` (of `variants` only, when given) that lacks a matching result
-    or its weights, `jobs` at a time (on GPUs: at most one run per `gpus_per_run` visible GPUs);
-    raise if any crashed."""
+    or, unless `new_only`, its weights, `jobs` at a time (on GPUs: at most one run per `gpus_per_run`
+    visible GPUs); raise if any crashed."""
     runs = resolve_runs(experiment, params)
     if variants is not None:
         runs = pick(runs, variants, lambda run: run.variant, "--variants",
@@ -125,7 +127,7 @@ def train(experiment: str, params: dict[str, Any], jobs: int | None = None, vari
     jobs, gpus = jobs or profile.get("jobs", 1), GPUs(profile.get("gpus_per_run", 1), params["profile"])
     if gpus.ids:
         jobs = min(jobs, gpus.slots)
-    todo = [run for run in runs if run.status() != "done"]
+    todo = [run for run in runs if run.status() not in ({"done", "result only"} if new_only else {"done"})]
     place = f" on {gpus.per_run} of GPUs {','.join(gpus.ids)} each" if gpus.ids else ""
     print(f"[{experiment}] {len(runs)} runs, {len(runs) - len(todo)} already complete, "
           f"{len(todo)} to train, {jobs} at a time{place}", flush=True)
@@ -145,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="runs side by side (default: the profile's jobs)")
     parser.add_argument("--variants", type=lambda text: text.split(","),
                         help="train: only these variants (comma-separated), every seed of each")
+    parser.add_argument("--new", action="store_true",
+                        help="train: only runs with no result, not those whose result stands but whose weights are gone")
     parser.add_argument("--runs", choices=["todo", "all"], help="plan: also one line per run to train, or per run")
     parser.add_argument("--readme", action="store_true", help="plan: rewrite the README's table of the CPU profiles")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
@@ -167,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         for run in resolve_runs(args.experiment, params):
             print(run.name, run.status(), json.dumps(run.overrides))
     else:
-        train(args.experiment, params, args.jobs, args.variants)
+        train(args.experiment, params, args.jobs, args.variants, args.new)
     return 0
 
 

@@ -369,7 +369,7 @@ def regenerate_all() -> None:
     """Re-execute every notebook stage through DVC, and none of the stages they would need weights for."""
     stages = notebook_stages()
     print(f"[notebooks] regenerating {len(stages)} notebooks: {', '.join(stages)}", flush=True)
-    subprocess.run(["dvc", "repro", "--force", "--single-item", *stages], cwd=ROOT, check=True)
+    subprocess.run([sys.executable, "-m", "dvc", "repro", "--force", "--single-item", *stages], cwd=ROOT, check=True)
 
 
 class _LineHandler(logging.StreamHandler):

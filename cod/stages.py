@@ -179,7 +179,7 @@ def top_level_now(dvc_file: Path = ROOT / "dvc.yaml") -> str | None:
 def stage_graph() -> set[tuple[str, str]]:
     """(upstream, downstream) of every edge of DVC's stage graph, a `foreach` group named NAME@*,
     read from `dvc dag --dot` (the pipeline extra's command line: the library never imports dvc)."""
-    dot = subprocess.run(["dvc", "dag", "--dot"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    dot = subprocess.run([sys.executable, "-m", "dvc", "dag", "--dot"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     return {(group(a), group(b)) for a, b in re.findall(r'"([^"]+)" -> "([^"]+)"', dot)}
 
 

@@ -382,3 +382,15 @@ def test_training_can_be_limited_to_some_variants(tmp_path, monkeypatch):
     assert names == ["demo/b_s0", "demo/d_s0"]
     with pytest.raises(ConfigError, match="--variants e: not variants of demo under profile 'smoke'; allowed: a, b, c, d"):
         experiments.train("demo", params, variants=["a", "e"])
+
+
+def test_new_only_keeps_runs_whose_result_stands_without_weights(tmp_path, monkeypatch):
+    params = gpu_experiment(tmp_path, monkeypatch, gpus=0)
+    started = record_runs(monkeypatch)
+    status = {"a": "result only", "b": "done", "c": "to train", "d": "result only"}
+    monkeypatch.setattr(Run, "status", lambda run: status[run.variant])
+    experiments.train("demo", params, new_only=True)
+    assert [command[command.index("--name") + 1] for command, _ in started] == ["demo/c_s0"]
+    started.clear()
+    experiments.train("demo", params)  # weights gone: trained again, so that its stage has its outputs
+    assert sorted(command[command.index("--name") + 1] for command, _ in started) == ["demo/a_s0", "demo/c_s0", "demo/d_s0"]
