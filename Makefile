@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml requirements-offline.txt
 # (make repro-headline, many more core-hours: `make plan` prices both); the curves stage reads both
 # profiles' committed runs, so it runs alone (--single-item) and never trains the other profile
 DEFAULT_STAGES := prepare 'train@*' 'finetune@*' 'analyse@*' 'analyse_open@*' 'a[0-9]*' 'b[0-9]*' claims
-HEADLINE_STAGES := prepare 'train_headline@*' 'analyse_headline@*' 'h[0-9]*'
+HEADLINE_STAGES := prepare 'train_headline@*' 'analyse_headline@*' 'h[0-9]*' 'headline_*'
 repro: install
 	$(BIN)/python -m cod.data.snapshot
 	$(BIN)/python -m cod.experiments plan --runs todo

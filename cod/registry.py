@@ -43,6 +43,7 @@ class ClaimEntry:
     why_ours: str | None = None
     note: str | None = None
     planned: bool = False
+    headline: bool = False  # one of the papers' headline questions (README's headline table: both CPU profiles)
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def _keys(cls: type, optional: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[
     return tuple(n for n in names if n not in optional), names
 
 
-CLAIM_REQUIRED, CLAIM_ALLOWED = _keys(ClaimEntry, ("why_ours", "note", "planned"))
+CLAIM_REQUIRED, CLAIM_ALLOWED = _keys(ClaimEntry, ("why_ours", "note", "planned", "headline"))
 DEFINITION_REQUIRED, DEFINITION_ALLOWED = _keys(Definition, ())
 
 
@@ -123,6 +124,7 @@ def parse_claim(id_: str, entry: Any) -> ClaimEntry:
         why_ours=_text(where, "why_ours", entry["why_ours"]) if ours else None,
         note=_text(where, "note", entry["note"]) if "note" in entry else None,
         planned=_flag(where, "planned", entry.get("planned", False)),
+        headline=_flag(where, "headline", entry.get("headline", False)),
     )
 
 
@@ -143,6 +145,11 @@ def load_registry(path: str | Path = DEFAULT_PATH) -> dict[str, ClaimEntry]:
 def paper_claims(registry: Mapping[str, ClaimEntry]) -> dict[str, ClaimEntry]:
     """The entries the papers themselves claim."""
     return {id_: entry for id_, entry in registry.items() if not entry.ours}
+
+
+def headline_claims(registry: Mapping[str, ClaimEntry]) -> dict[str, ClaimEntry]:
+    """The entries that answer the papers' headline questions, in registry order."""
+    return {id_: entry for id_, entry in registry.items() if entry.headline}
 
 
 def our_readings(registry: Mapping[str, ClaimEntry]) -> dict[str, ClaimEntry]:

@@ -3,7 +3,7 @@
     python -m cod.site                             # site/ for the default profile (`make site`)
     python -m cod.site --out /tmp/site --profile smoke
 
-`index.html` shows the papers' headline claims (`HEADLINE`): the paper's value beside the
+`index.html` shows the papers' headline claims (`headline: true` in cod/registry.yaml): the paper's value beside the
 verdict of the profile and of params.yaml's `headline_profile` ("not yet run" where that profile
 has no claims.json holding the claim or its stem), then every claim the profile's notebooks
 judged (`cod.scoreboard.collect`, the rows of figures/<profile>/claims/claims.csv), filtered
@@ -29,22 +29,12 @@ import pandas as pd
 import yaml
 
 from cod.notebook import EXECUTED, ROOT, render_html
-from cod.scoreboard import COLUMNS, VERDICT_ORDER, collect
+from cod.registry import headline_claims, load_registry
+from cod.scoreboard import COLUMNS, VERDICT_ORDER, collect, headline_pairs, paper_value
 
 FIGURES = ROOT / "figures"
 MARKER = ".cod-site"  # marks a folder this module built, so a rebuild may empty it
-# The papers' central claims, in paper order: A's Table 1 (LNS vs Pre-LN perplexity), Fig. 4
-# (variance), Fig. 7 (deep layers' effectiveness), Table 6 (scaling methods); B's Fig. 2 and
-# Table 1 (variance and effective layers vs depth), Tables 2-5 (weight decay, sequence length,
-# GQA, MoE) and Fig. 1 (the recipe). Kept here, not in cod/registry.yaml: the registry is a
-# dependency of every notebook stage, and a presentation flag should not mark them stale.
-HEADLINE = (
-    "a5-lns-beats-pre-ln-130m", "a5-lns-beats-pre-ln-250m", "a5-lns-beats-pre-ln-350m",
-    "a4-lns-caps-variance", "a10-drop-deep-130m", "a7-lns-best-130m",
-    "b1-variance-grows-with-depth", "b1-usefulness-falls-with-depth", "b3-usefulness-best-at-0.1",
-    "b4-usefulness-rises-to-2048", "b5-usefulness-rises-with-sharing", "b6-usefulness-higher:large",
-    "b7-recipe-accuracy-above:L=32",
-)
+HEADLINE = tuple(headline_claims(load_registry()))  # in registry order
 COLORS = {"reproduced": "#2a9d8f", "not reproduced": "#e76f51", "inconclusive": "#bdbdbd",
           "beyond reach": "#f4d58d", "holds": "#264653", "holds loosely": "#8ab17d", "fails": "#9d0208"}
 _ITEM = re.compile(r"(Fig|Table)s?\.? ?(\d+)([a-z]?)(?:-(\d+|[a-z]))?(?: \(([a-z](?:, [a-z])*)\))?")
@@ -190,14 +180,6 @@ def verdict(value: str) -> str:
     return f'<span class="verdict v-{html.escape(value.replace(" ", "-"))}">{html.escape(value)}</span>'
 
 
-def paper_value(value) -> str:
-    """The paper's numbers of a claim as text ('LNS @130M: 25.76; Pre-LN @130M: 26.73')."""
-    if isinstance(value, dict):
-        return "; ".join(f"{key}: {number:g}" if isinstance(number, int | float) else f"{key}: {number}"
-                         for key, number in value.items())
-    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
-
-
 def links(row: pd.Series, pages: dict[str, Pages]) -> str:
     """The figure and notebook links of a claim row."""
     entry = pages.get(row["notebook"])
@@ -221,12 +203,8 @@ def headline_table(table: pd.DataFrame, second: pd.DataFrame, profiles: tuple[st
                    pages: dict[str, Pages]) -> str:
     """The headline claims: the paper's value, then the verdicts in `table` and in `second`, the
     second profile's claims, by id or else by stem ("not yet run" without one)."""
-    stems = second["id"].str.split(":").str[0] if len(second) else pd.Series(dtype=str)
     body = []
-    for id_ in HEADLINE:
-        row = table[table["id"] == id_]
-        exact = second[second["id"] == id_]
-        other = exact if len(exact) else second[stems == id_.split(":")[0]]
+    for id_, row, other in headline_pairs(table, second, HEADLINE):
         first = row.iloc[0] if len(row) else None
         text = "" if first is None else f'{first["paper"]} {html.escape(str(first["item"]))}: {html.escape(str(first["claim"]))}'
         body.append(f'<tr><td><a href="#claim-{html.escape(id_)}">{html.escape(id_)}</a><br>{text}</td>'

@@ -107,12 +107,18 @@ def notebook_stages(dvc_file: Path = ROOT / "dvc.yaml") -> dict[str, dict]:
     return {name: stage for name, stage in stages.items() if "cod.notebook" in str(stage.get("cmd", ""))}
 
 
+def notebook_of(stage: dict) -> str:
+    """The notebook a stage executes: `python -m cod.notebook NAME [-p ...]` runs notebooks/NAME.py
+    (a headline_NAME stage runs the same notebook under the headline profile)."""
+    return re.search(r"cod\.notebook (\w+)", str(stage["cmd"])).group(1)
+
+
 def stale_deps(dvc_file: Path = ROOT / "dvc.yaml") -> dict[str, tuple[list[str], list[str]]]:
     """{stage: (cod deps it lists, cod deps it should list)} for the notebook stages that differ."""
     out = {}
     for name, stage in notebook_stages(dvc_file).items():
         listed = [d for d in stage.get("deps", []) if str(d) == "cod" or str(d).startswith("cod/")]
-        wanted = notebook_deps(name)
+        wanted = notebook_deps(notebook_of(stage))
         if sorted(listed) != wanted:
             out[name] = (listed, wanted)
     return out

@@ -31,6 +31,7 @@ figures_root = "figures"
 figures_dir = None  # default: figures/<profile>/claims
 readme = "README.md"  # its claims-summary block is rewritten for the profile below
 readme_profile = "default"  # the profile whose results the README shows
+headline_profile = "headline"  # run under it, this notebook writes the README's headline table: both profiles
 
 # %%
 figures_dir = figures_dir or f"{figures_root}/{profile}/claims"
@@ -43,6 +44,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from cod import plots, scoreboard, verdicts
+from cod.registry import headline_claims, load_registry
 from cod.results import save_claims
 
 print(verdicts.__doc__.split("\n\n", 1)[1].split("\n\nEvery verdict")[0])
@@ -133,6 +135,26 @@ if profile == readme_profile and scoreboard.update_readme(readme, block):
     print(f"{readme}: claims summary updated")
 if profile == readme_profile and scoreboard.update_readme(readme, notes, scoreboard.FINDINGS_MARKERS):
     print(f"{readme}: findings per notebook updated")
+
+# %% [markdown]
+# ## The headline claims at both CPU profiles
+# Run under the headline profile, the claims that answer the papers' headline questions
+# (`headline: true` in the registry), each beside its verdict on the README's profile, today's
+# miniature: the table the README leads its results with.
+
+# %%
+if profile == headline_profile:
+    ids = list(headline_claims(load_registry()))
+    miniature = scoreboard.collect(figures_root, readme_profile)
+    headline = scoreboard.headline_markdown(miniature, table, ids, (readme_profile, profile))
+    judged = sum(len(rows) > 0 for _, _, rows in scoreboard.headline_pairs(miniature, table, ids))
+    headline = (f"{judged} of the {len(ids)} headline claims judged on the `{profile}` profile so far, each beside "
+                f"its verdict on the `{readme_profile}` miniature (the effect, its 95% interval and the paper's "
+                f"effect in brackets):\n\n{headline}")
+    (out / "headline.md").write_text(headline)
+    display(Markdown(headline))
+    if scoreboard.update_readme(readme, headline, scoreboard.HEADLINE_MARKERS):
+        print(f"{readme}: headline table updated")
 
 # %% [markdown]
 # ## The claims that do not reproduce at this scale

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 import yaml
 
-from cod import notebook
+from cod import notebook, stages
 from cod.config import ConfigError, parse_override
 from cod.ladder import Rung, load_ladder
 from cod.results import run_dirs
@@ -58,7 +58,7 @@ def test_values_of_the_defaults_type_pass():
 
 def test_every_notebook_stage_passes_its_own_parameters():
     """params.yaml's values for each notebook, under each profile, fit the defaults of its parameters cell."""
-    for name in notebook.notebook_stages():
+    for name in sorted({stages.notebook_of(stage) for stage in stages.notebook_stages().values()}):
         checked(name, {})
         for profile in notebook.load_params()["profiles"]:
             assert checked(name, {"profile": profile})["profile"] == profile

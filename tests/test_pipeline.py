@@ -65,6 +65,10 @@ def smoke_repo(tmp_path_factory) -> Path:
     # and the converted decoders run the code of tests/test_open_weights.py
     params["open_weights"]["models"] = ["gemma3-270m"]
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    # under smoke both profiles are one, so a headline_NAME stage would be stage NAME with the same outputs
+    pipeline = yaml.safe_load((repo / "dvc.yaml").read_text())
+    pipeline["stages"] = {name: stage for name, stage in pipeline["stages"].items() if not name.startswith("headline_")}
+    (repo / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
     _run(["git", "init", "-q"], repo)
     _run([sys.executable, "-m", "cod.data.snapshot"], repo)
     notebooks = set(_notebook_stages(repo))

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cod.registry import (DEFAULT_PATH, ClaimEntry, RegistryError, definitions, load_registry, our_readings,
-                          paper_claims, parse_claim)
+from cod.registry import (DEFAULT_PATH, ClaimEntry, RegistryError, definitions, headline_claims, load_registry,
+                          our_readings, paper_claims, parse_claim)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -139,6 +139,20 @@ def test_malformed_entries_are_rejected_with_the_key():
         parse_claim("x", {**good, "why_ours": "because"})
     with pytest.raises(RegistryError, match=r"must say 'qualitative'"):
         parse_claim("x", {**good, "paper_numbers": None})
+    with pytest.raises(RegistryError, match=r"'headline' must be true or false, got 'yes'"):
+        parse_claim("x", {**good, "headline": "yes"})
+
+
+def test_the_headline_claims_cover_the_issues_questions(registry):
+    """Both papers' headline questions: LNS against Pre-LN (Table 1), Figs. 4 and 7, Table 6; paper B's
+    depth ladder and each sparsity source, every one a claim the papers make."""
+    headline = headline_claims(registry)
+    assert all(not entry.ours for entry in headline.values())
+    items = {(entry.paper, entry.item.split(" (")[0]) for entry in headline.values()}
+    assert {("A", "Table 1"), ("A", "Fig. 4"), ("A", "Fig. 7"), ("A", "Table 6"), ("B", "Fig. 2a"), ("B", "Table 1"),
+            ("B", "Table 2"), ("B", "Table 3"), ("B", "Table 4"), ("B", "Table 5"), ("B", "Fig. 1")} <= items
+    assert not headline_claims({"x": parse_claim("x", {**yaml.safe_load(DEFAULT_PATH.read_text())["claims"]
+                                                       ["a8-admin-worse"]})})
 
 
 def test_load_registry_names_the_bad_entry(tmp_path):

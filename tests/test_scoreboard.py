@@ -76,6 +76,20 @@ def test_findings_list_each_notebooks_decisive_claims_with_their_effect():
     assert "Decisive" not in text.split("a10_x")[1]
 
 
+def test_the_headline_table_puts_each_claim_beside_its_verdict_at_both_profiles():
+    row = {"paper": "A", "item": "Table 1", "claim": "LNS beats Pre-LN.", "paper_value": {"LNS": 25.76},
+           "ours": "ppl 43 vs 44", "effect": 0.98, "ci_low": 0.97, "ci_high": 0.99, "paper_effect": 0.96, "scale": "ratio"}
+    first = pd.DataFrame([{**row, "id": "a5-x", "verdict": "inconclusive"}, {**row, "id": "b6-y:large", "verdict": "reproduced"}])
+    second = pd.DataFrame([{**row, "id": "a5-x", "verdict": "reproduced"}, {**row, "id": "b6-y:wide", "verdict": "not reproduced"}])
+    text = scoreboard.headline_markdown(first, second, ["a5-x", "b6-y:large", "b7-z"], ("default", "headline"))
+    lines = text.splitlines()
+    assert lines[0] == "| claim | paper | today's miniature (default) | headline profile (headline) |"
+    assert lines[2] == ("| `a5-x` A Table 1: LNS beats Pre-LN. | LNS: 25.76 | **inconclusive** (ratio 0.98 [0.97, 0.99] "
+                        "(paper 0.96)) | **reproduced** (ratio 0.98 [0.97, 0.99] (paper 0.96)) |")
+    assert "**not reproduced**" in lines[3]  # matched by its stem, b6-y
+    assert lines[4] == "| `b7-z` |  | not yet run | not yet run |"
+
+
 def test_scoring_times_divide_each_measure_by_the_items_it_loops_over():
     seconds = {"removal": 60.0, "causal": 30.0, "permutation": 40.0, "usefulness": 45.0, "jacobian": 15.0, "stream": 2.0}
     settings = {"eval_tokens": 256, "permutation_tokens": 128, "permutation_pairs": 40, "fit_tokens": 2048,
