@@ -26,6 +26,9 @@ The rule, stated in every notebook before its numbers:
   accuracy (`accuracy_at_chance`), no block useful (`usefulness_at_floor`), attention entropy
   within 1% of uniform (`attention_near_uniform`), every run stopped as diverged by the trainer
   (`diverged`), or a regime named in words (`beyond_reach`).
+* **not run**: a claim with no runs on one side at this profile (a profile that trains only some
+  of the paper's settings) is not judged: `Claims` leaves it out of claims.json and names it;
+  `best_of` compares only the entries that have runs.
 
 Every verdict reports our effect and its interval beside the paper's (`effect_text`), e.g.
 "ratio 0.987 [0.975, 0.999] (paper 0.964)". A failed run enters with its perplexity raised to
@@ -53,6 +56,7 @@ from cod.results import save_claims
 
 ALPHA = 0.05
 REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, BEYOND_REACH = "reproduced", "not reproduced", "inconclusive", "beyond reach"
+NOT_RUN = "not run"  # no runs at this profile: never a verdict in claims.json
 SCALES = ("ratio", "difference")
 
 
@@ -305,9 +309,9 @@ def best_of(values: dict[str, pd.Series], best: str, higher_is_better: bool = Fa
     the closest rival (`paper`: the paper's value by name)."""
     floors = floors or {}
     papers = pd.to_numeric(pd.Series(paper if paper is not None else {}, dtype=object), errors="coerce").dropna()
-    others = [name for name in values if name != best]
+    others = [name for name in values if name != best and values[name].notna().any()]  # those with runs
     if not others:
-        raise ValueError(f"best_of needs entries other than {best!r}")
+        raise ValueError(f"best_of needs entries with runs other than {best!r}")
     sign = 1 if higher_is_better else -1
 
     def against(name: str, alpha: float) -> Verdict:
@@ -406,14 +410,18 @@ class Claims:
     measured here). An id the registry lacks is refused."""
 
     def __init__(self, paper: str, profile: str, seeds: list[int] | None = None):
-        self.paper, self.profile, self.seeds, self.rows = paper, profile, seeds, []
+        self.paper, self.profile, self.seeds, self.rows, self.not_run = paper, profile, seeds, [], []
 
     def add(self, id_: str, item: str, claim: str, paper_value: Any, verdict: Verdict) -> Verdict:
+        """Record the claim; one with no runs at this profile (n = 0) is only named, as not run."""
         entry = registered(id_, self.profile)
         if entry is None:
             raise KeyError(f"claim {id_!r} is not in cod/registry.yaml: register it from the paper's text first")
         if entry.paper != self.paper:
             raise ValueError(f"claim {id_!r}: paper {self.paper!r} here, {entry.paper!r} in cod/registry.yaml")
+        if verdict.n == 0:
+            self.not_run.append(id_)
+            return replace(verdict, verdict=NOT_RUN, why=f"no runs at the {self.profile} profile")
         result = asdict(verdict)
         ci = result.pop("ci") or (None, None)
         numbers = dict(entry.paper_numbers) if entry.paper_numbers else paper_value
@@ -426,6 +434,8 @@ class Claims:
 
     def save(self, figures_dir: str | Path) -> pd.DataFrame:
         save_claims(figures_dir, self.rows)
+        if self.not_run:
+            print(f"not judged, no runs at the {self.profile} profile: {', '.join(self.not_run)}")
         return pd.DataFrame(self.rows)[["id", "source", "paper_value", "ours", "verdict"]]
 
 

@@ -11,7 +11,7 @@ import pytest
 from cod import verdicts
 from cod.registry import ClaimEntry
 from cod.results import save_claims
-from cod.verdicts import (ALPHA, BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict,
+from cod.verdicts import (ALPHA, BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Claims, Verdict,
                           accuracy_at_chance, accuracy_floor, accuracy_se, attention_near_uniform, best_of,
                           beyond_reach, compare, decide, diverged, effect_text, ladder_slopes, monotone, one_sample,
                           t_interval, usefulness_at_floor, welch_interval)
@@ -229,6 +229,14 @@ def test_best_of_is_not_reproduced_only_at_the_bonferroni_level():
     assert best_of(values, "best", higher_is_better=True, scale="difference").verdict == NOT_REPRODUCED
 
 
+def test_best_of_compares_only_the_entries_with_runs():
+    best, rival, untrained = seeds(1.0, 1.1, 0.9), seeds(2.0, 2.1, 1.9), pd.Series([np.nan] * 3, index=[0, 1, 2])
+    v = best_of({"best": best, "rival": rival, "untrained": untrained}, "best")
+    assert v.verdict == REPRODUCED and "clearly ahead of all 1" in v.why
+    with pytest.raises(ValueError, match="entries with runs other than 'best'"):
+        best_of({"best": best, "untrained": untrained}, "best")
+
+
 def test_one_sample_against_its_null():
     v = one_sample(seeds(-1.5, -2.5, -2.0), higher_is_better=False, why="slope below 0")
     assert v.verdict == REPRODUCED and v.why.endswith("below 0 in 3/3 seeds; slope below 0")
@@ -352,6 +360,11 @@ def test_claims_save_writes_a_ledger_that_save_claims_accepts(tmp_path, register
     assert rows[1]["effect"] is None and rows[1]["ci_low"] is None
     assert "1.05 vs 2.05" in rows[0]["ours"]
     save_claims(tmp_path / "again", rows)  # what it wrote passes the checker as it stands
+
+    unrun = Claims("A", "headline")  # a profile that trains only some of the paper's settings
+    v = unrun.add("x-win", "Table 1", "a beats b", "", compare(seeds(1.0, 1.1), pd.Series(dtype=float)))
+    assert v.verdict == NOT_RUN and v.why == "no runs at the headline profile"
+    assert unrun.rows == [] and unrun.not_run == ["x-win"]
 
     bad = Claims("A", "default")
     bad.add("x-bad", "Table 1", "a beats b", "1 vs 2", Verdict("probably", "a hunch"))
