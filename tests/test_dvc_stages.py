@@ -152,3 +152,24 @@ def test_make_repro_reproduces_one_profile_and_curves_alone():
             ["DEFAULT_STAGES"]
         assert matched == expected, name
     assert "dvc repro --single-item curves" in makefile
+
+
+def test_a_headline_stage_runs_its_notebook_on_the_headline_profiles_experiments():
+    """headline_NAME runs notebook NAME, which has a stage of its own, with -p profile=${headline_profile};
+    every experiment its params.yaml block names (`profiles.headline`) is a headline experiment, and
+    its runs are the stage's deps."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    twins = {name: stage for name, stage in NOTEBOOK_STAGES.items() if name.startswith("headline_")}
+    assert {"headline_a5_norm_comparison", "headline_claims"} <= set(twins)
+    for name, stage in twins.items():
+        notebook = stages.notebook_of(stage)
+        assert name == f"headline_{notebook}" and notebook in NOTEBOOK_STAGES
+        assert stage["cmd"].endswith("-p profile=${headline_profile}")
+        assert stage["outs"][0] == {f"figures/${{headline_profile}}/{notebook}": {"cache": False}}
+        block = (params["notebooks"][notebook].get("profiles") or {}).get("headline", {})
+        named = [value for key, value in block.items() if key in ("experiment", "experiments", "analyses", "ladder")]
+        experiments = {text.split("/")[0] for value in named
+                       for text in (value.values() if isinstance(value, dict) else [value] if isinstance(value, str) else value)}
+        assert experiments <= set(params["headline_experiments"]), name
+        for experiment in experiments:
+            assert f"runs/${{headline_profile}}/{experiment}" in stage["deps"], (name, experiment)
