@@ -1,28 +1,33 @@
-"""Paper B's sparsity ladders (notebooks b3-b7): settings side by side, each a rung of runs.
+"""Paper B's ladders (notebooks b1, b3-b7): settings side by side, each a rung of runs.
 
-A rung is the runs (every seed) of one variant of one experiment; the 8-layer baseline of
-b_depth (`d16`) is a rung of every ladder. `load_ladder` reads what training and the analyse@
-stages stored for each rung into tables keyed by rung label and seed, so a notebook plots and
-judges them without parsing files:
+A rung is the runs (every seed) of one variant of one experiment; the profile's baseline model
+(the default profile: b_depth/d16) is a rung of every sparsity ladder. A notebook names its rungs
+in its `ladder` parameter, {label: "experiment/variant"} (`rungs_from`), so that each profile
+gives its own in params.yaml. `load_ladder` reads what training and the analyse@ stages stored
+for each rung into tables keyed by rung label and seed, so a notebook plots and judges them
+without parsing files:
 
-    ladder = load_ladder([Rung("lambda=0", "b_weight_decay", "wd0"), Rung("lambda=0.1", "b_depth", "d16"), ...],
+    ladder = load_ladder(rungs_from({"lambda=0": "b_weight_decay/wd0", "lambda=0.1": "b_depth/d16"}),
                          "runs/default", "analyses/default")
     ladder.by_seed("val_ppl")          # rungs (in order) x seeds
+    paper = paper_rows(PAPER, ladder.labels)   # the paper's row of each rung, NaN where it has none
     ladder.table(["val_ppl", "causal"], paper)   # the paper's table, ours beside its values
     ladder.usefulness_curve(taus)      # E / L against tau, mean over seeds
     ladder.mean_accuracy(["arc_challenge", "hellaswag"])   # a column: zero-shot accuracy averaged over tasks
+    ladder.lacks("lambda=0") or compare(...)   # a claim judged only when its rungs are on the ladder
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from cod.analysis import load_layers, load_zero_shot
+from cod.config import ConfigError
 from cod.metrics.effectiveness import WEIGHT_THRESHOLDS, LayerAnalysis
 from cod.metrics.usefulness import matched_tau
 from cod.results import load_final, load_history, load_layer_stats, spread, train_command
@@ -35,6 +40,66 @@ class Rung:
     variant: str
     analysis: str | None = None  # its layer scores: analyses/<profile>/<analysis>/; None: named as the experiment
     zero_shot: str | None = None  # its zero-shot accuracies (zero_shot.json) there; None: the layer scores' folder
+
+    def run(self, runs_root: str | Path, seed: int) -> Path:
+        """The folder of its run of `seed` (runs_root: runs/<profile>)."""
+        return Path(runs_root) / self.experiment / f"{self.variant}_s{seed}"
+
+    def folder(self, analyses_root: str | Path) -> Path:
+        """The folder of its analysis (analyses_root: analyses/<profile>): settings.json, a folder per run."""
+        return Path(analyses_root) / (self.analysis or self.experiment)
+
+    def scores(self, analyses_root: str | Path, seed: int) -> Path:
+        """The folder of the layer scores of its run of `seed`."""
+        return self.folder(analyses_root) / f"{self.variant}_s{seed}"
+
+
+RUNG_FORM = "'experiment/variant' or 'experiment/variant/analysis'"
+
+
+def rungs_from(ladder: Mapping[str, str]) -> list[Rung]:
+    """The rungs of a notebook's `ladder` parameter, {label: "experiment/variant"} in ladder order;
+    a third part "/analysis" names the folder of the rung's layer scores (`Rung.analysis`). A
+    malformed entry is refused with a one-line ConfigError."""
+    if not ladder:
+        raise ConfigError(f"ladder is empty; expected {{label: {RUNG_FORM}, ...}}")
+    rungs = []
+    for label, runs in ladder.items():
+        parts = runs.split("/") if isinstance(runs, str) else []
+        if not (isinstance(label, str) and label and len(parts) in (2, 3) and all(parts)):
+            raise ConfigError(f"ladder: {label!r}: {runs!r} is not allowed; expected {RUNG_FORM}")
+        rungs.append(Rung(label, *parts))
+    return rungs
+
+
+def paper_rows(paper: pd.DataFrame, labels: Sequence[str],
+               row_of: Mapping[str, Hashable] | None = None) -> pd.DataFrame:
+    """The paper's values a row per rung, indexed by `labels`: `paper` is keyed by the paper's own
+    setting and `row_of` maps a rung label to it (None: each label is the paper's setting). A rung
+    the paper has no row for gets NaN, never another row's values."""
+    keys = [label if row_of is None else row_of.get(label) for label in labels]
+    return paper.reindex(keys).set_axis(list(labels))
+
+
+def paper_along(values: pd.Series) -> np.ndarray | None:
+    """The paper's values along the ladder for `cod.verdicts.monotone`, or None where it lacks
+    the value of a rung (the paper's slope along our rungs is then unknown)."""
+    return None if values.isna().any() else values.to_numpy()
+
+
+def paper_pair(paper: pd.DataFrame, column: str, first: str, second: str) -> tuple[float, float] | None:
+    """The paper's `column` of rungs `first` and `second` (`paper_rows`), for `cod.verdicts.compare`;
+    None where the paper lacks either."""
+    if column not in paper:
+        return None
+    given = paper[column].reindex([first, second])
+    return None if given.isna().any() else tuple(given)
+
+
+def written(frame: pd.DataFrame, figures_dir: str | Path, name: str) -> pd.DataFrame:
+    """`frame`, written to figures_dir/NAME.csv."""
+    frame.to_csv(Path(figures_dir) / f"{name}.csv")
+    return frame
 
 
 @dataclass
@@ -65,6 +130,44 @@ class Ladder:
         table = self.runs.pivot_table(index="rung", columns="seed", values=column, dropna=False)
         return table.reindex(self.labels)
 
+    def rung(self, label: str) -> Rung:
+        """The rung labelled `label`."""
+        return next(rung for rung in self.rungs if rung.label == label)
+
+    def lacks(self, *labels: str) -> str | None:
+        """Why a claim on rungs `labels` cannot be judged (one of them is not on the ladder), or
+        None when all are there."""
+        missing = [repr(label) for label in labels if label not in self.labels]
+        return f"no rung {', '.join(missing)} on this ladder" if missing else None
+
+    @property
+    def tau(self) -> float:
+        """The usefulness threshold the layer scores were computed at (the same for every run)."""
+        taus = {a.usefulness.tau for a in self.analyses.values()}
+        if len(taus) != 1:
+            raise ValueError(f"the ladder's layer scores need one tau; found {sorted(taus) or 'no scores'}")
+        return taus.pop()
+
+    def paired(self, columns: Sequence[str]) -> dict[str, pd.DataFrame]:
+        """{column: rungs x the paired seeds}: what the verdicts judge."""
+        return {column: self.by_seed(column)[self.paired_seeds] for column in columns}
+
+    def means(self, columns: Sequence[str]) -> dict[str, pd.Series]:
+        """{column: its mean over seeds per rung}."""
+        return {column: self.by_seed(column).mean(axis=1) for column in columns}
+
+    def largest_rise(self, labels: Sequence[str] | None = None) -> dict[str, pd.Series]:
+        """{rung: each seed's largest relative loss rise under an affine replacement} for `labels`
+        (default: every rung), for `cod.verdicts.usefulness_at_floor`."""
+        return {label: self.layers[self.layers["rung"] == label].groupby("seed")["affine_rise"].max()
+                for label in (self.labels if labels is None else labels)}
+
+    def save(self, figures_dir: str | Path) -> None:
+        """Write the per-run and per-layer tables to figures_dir (per_run.csv, per_layer.csv)."""
+        Path(figures_dir).mkdir(parents=True, exist_ok=True)
+        self.runs.to_csv(Path(figures_dir) / "per_run.csv", index=False)
+        self.layers.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
+
     def analyses_of(self, label: str) -> list[LayerAnalysis]:
         """The stored layer scores of rung `label`'s runs, in seed order."""
         return [a for (rung, _), a in sorted(self.analyses.items()) if rung == label]
@@ -81,6 +184,9 @@ class Ladder:
     def match_tau(self, baseline: str, share: float) -> float:
         """The matched tau (`cod.metrics.usefulness.matched_tau`) of rung `baseline`'s runs at the
         useful share `share`; adds every run's usefulness at it as the column `usefulness_matched`."""
+        if baseline not in self.labels:
+            raise ConfigError(f"ladder: no rung {baseline!r}, whose runs set the matched tau; the rungs: "
+                              f"{', '.join(self.labels)}")
         tau = matched_tau([a.usefulness for (label, _), a in self.analyses.items() if label == baseline], share)
         self.runs["usefulness_matched"] = [
             self.analyses[r.rung, r.seed].usefulness.at(tau).score if (r.rung, r.seed) in self.analyses else np.nan
@@ -132,6 +238,23 @@ def _run_row(rung: Rung, final: pd.Series, analysis: LayerAnalysis | None, stats
             **{f"weight_sparsity@{eps:g}": float(v) for eps, v in zip(WEIGHT_THRESHOLDS, analysis.weight_sparsity)}}
 
 
+def check_trained(rungs: Sequence[Rung], runs_root: str | Path) -> None:
+    """Refuse, in one line before anything is read, rungs with no finished run under `runs_root`
+    (runs/<profile>), naming each runs folder and the command that trains it."""
+    missing: dict[str, list[Rung]] = {}
+    for rung in rungs:
+        folder = Path(runs_root) / rung.experiment
+        trained = {run.name.rsplit("_s", 1)[0] for run in folder.glob("*_s*") if (run / "final.json").exists()}
+        if rung.variant not in trained:
+            missing.setdefault(rung.experiment, []).append(rung)
+    if missing:
+        raise FileNotFoundError("; ".join(
+            f"{Path(runs_root) / experiment} holds no run of variant "
+            + ", ".join(f"{rung.variant!r} (rung {rung.label!r})" for rung in lacking)
+            + f": train it with `{train_command(experiment, Path(runs_root).name)}`"
+            for experiment, lacking in missing.items()))
+
+
 def load_ladder(rungs: Sequence[Rung], runs_root: str | Path, analyses_root: str | Path) -> Ladder:
     """The stored results of every rung's runs (runs_root: runs/<profile>; analyses_root:
     analyses/<profile>). A run without stored layer scores (not analysed, or diverged before
@@ -139,6 +262,7 @@ def load_ladder(rungs: Sequence[Rung], runs_root: str | Path, analyses_root: str
     labels = [rung.label for rung in rungs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"rung labels must be distinct; got {labels}")
+    check_trained(rungs, runs_root)
     runs, layers, stats, history, analyses = [], [], [], [], {}
     cache: dict[str, tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = {}
     for rung in rungs:
@@ -147,12 +271,8 @@ def load_ladder(rungs: Sequence[Rung], runs_root: str | Path, analyses_root: str
                                            for load in (load_final, load_layer_stats, load_history))
         finals, logged, losses = cache[rung.experiment]
         finals = finals[finals["variant"] == rung.variant]
-        if finals.empty:
-            raise FileNotFoundError(f"{Path(runs_root) / rung.experiment} holds no run of variant {rung.variant!r} "
-                                    f"(rung {rung.label!r}): train it with "
-                                    f"`{train_command(rung.experiment, Path(runs_root).name)}`")
         for _, final in finals.iterrows():
-            folder = Path(analyses_root) / (rung.analysis or rung.experiment) / f"{rung.variant}_s{final['seed']}"
+            folder = rung.scores(analyses_root, final["seed"])
             analysis = load_layers(folder) if (folder / "layers.json").exists() else None
             scored = folder.parent.parent / (rung.zero_shot or folder.parent.name) / folder.name
             accuracy = load_zero_shot(scored) if (scored / "zero_shot.json").exists() else []

@@ -79,6 +79,12 @@ def save(fig, figures_dir: str | Path, name: str) -> Path:
     return path
 
 
+def show(fig, figures_dir: str | Path, name: str) -> None:
+    """`save` `fig` as figures_dir/name.png, then show it in the notebook."""
+    save(fig, figures_dir, name)
+    plt.show()
+
+
 def heatmaps(fig, axes, matrices: list[np.ndarray], label: str, cmap: str = "viridis", symmetric: bool = False,
              **imshow_kwargs):
     """One image per axis on ONE colour scale (the range of all matrices; centred on 0 when
@@ -141,12 +147,14 @@ def halves_line(ax, n_layers: int, **line_kwargs):
     return ax.axvline(n_layers / 2 + 0.5, label="shallow | deep halves", **style)
 
 
-def loss_curves(ax, history: pd.DataFrame, variants: dict[str, str], smooth: int = 1, x: str = "tokens") -> None:
-    """Training loss against `x` (tokens or step) for {label: variant}: mean over seeds (each
-    seed's curve a running mean over `smooth` logged steps first), min..max band; a diverged
-    seed's curve stops where its history does. Colours follow the order of `variants`."""
+def loss_curves(ax, history: pd.DataFrame, variants: dict[str, str], smooth: int = 1, x: str = "tokens",
+                by: str = "variant") -> None:
+    """Training loss against `x` (tokens or step) for {label: variant} (a value of the column `by`,
+    e.g. a ladder's `rung`): mean over seeds (each seed's curve a running mean over `smooth` logged
+    steps first), min..max band; a diverged seed's curve stops where its history does. Colours
+    follow the order of `variants`."""
     for color, (label, variant) in zip(plt.cm.tab10.colors, variants.items()):
-        rows = history[history["variant"] == variant]
+        rows = history[history[by] == variant]
         if rows.empty:
             continue
         table = rows.pivot_table(index=x, columns="seed", values="loss")

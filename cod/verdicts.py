@@ -407,21 +407,27 @@ class Claims:
     A claim is the paper's, as the registry (`cod/registry.yaml`) states it: a row takes its item,
     paraphrase, paper numbers and source (the paper's claim, or a reading of ours) from the
     registry entry of its id, and keeps the notebook's own wording as `test` (how the claim is
-    measured here). An id the registry lacks is refused."""
+    measured here). An id the registry lacks is refused. A claim whose `verdict` is a string
+    instead (why it cannot be judged here, e.g. `cod.ladder.Ladder.lacks`) is not judged: `save`
+    prints it in its line of skipped claims."""
 
     def __init__(self, paper: str, profile: str, seeds: list[int] | None = None):
-        self.paper, self.profile, self.seeds, self.rows, self.not_run = paper, profile, seeds, [], []
+        self.paper, self.profile, self.seeds, self.rows = paper, profile, seeds, []
+        self.skipped: dict[str, str] = {}
 
-    def add(self, id_: str, item: str, claim: str, paper_value: Any, verdict: Verdict) -> Verdict:
-        """Record the claim; one with no runs at this profile (n = 0) is only named, as not run."""
+    def add(self, id_: str, item: str, claim: str, paper_value: Any, verdict: Verdict | str) -> Verdict:
+        """Record the claim; one given a reason instead of a verdict, or with no runs on one side at
+        this profile (n = 0), is only named, as not run (the returned verdict says why)."""
         entry = registered(id_, self.profile)
         if entry is None:
             raise KeyError(f"claim {id_!r} is not in cod/registry.yaml: register it from the paper's text first")
         if entry.paper != self.paper:
             raise ValueError(f"claim {id_!r}: paper {self.paper!r} here, {entry.paper!r} in cod/registry.yaml")
-        if verdict.n == 0:
-            self.not_run.append(id_)
-            return replace(verdict, verdict=NOT_RUN, why=f"no runs at the {self.profile} profile")
+        if isinstance(verdict, Verdict) and verdict.n == 0:
+            verdict = f"no runs at the {self.profile} profile"
+        if isinstance(verdict, str):
+            self.skipped[id_] = verdict
+            return Verdict(NOT_RUN, verdict)
         result = asdict(verdict)
         ci = result.pop("ci") or (None, None)
         numbers = dict(entry.paper_numbers) if entry.paper_numbers else paper_value
@@ -434,9 +440,9 @@ class Claims:
 
     def save(self, figures_dir: str | Path) -> pd.DataFrame:
         save_claims(figures_dir, self.rows)
-        if self.not_run:
-            print(f"not judged, no runs at the {self.profile} profile: {', '.join(self.not_run)}")
-        return pd.DataFrame(self.rows)[["id", "source", "paper_value", "ours", "verdict"]]
+        if self.skipped:
+            print("not judged: " + "; ".join(f"{id_} ({why})" for id_, why in self.skipped.items()))
+        return pd.DataFrame(self.rows, columns=["id", "source", "paper_value", "ours", "verdict"])
 
 
 @functools.cache

@@ -42,12 +42,12 @@
 
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: which runs were trained
-experiment = "b_depth"  # runs/<profile>/<experiment>/<variant>_s<seed>/
-analysis = "b_depth"  # analyses/<profile>/<analysis>/<variant>_s<seed>/: the runs' layer scores (analyse@b_depth)
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b1_depth_scaling
-variants = ["d12", "d16", "d24", "d32"]  # named after the paper's depth; the profile sets the layers
+# the rungs, shallowest first: "d<the paper's depth it stands for>" -> "experiment/variant" (a third part
+# "/analysis": the folder of its layer scores); the profile sets our layers (default: half the paper's)
+ladder = {"d12": "b_depth/d12", "d16": "b_depth/d16", "d24": "b_depth/d24", "d32": "b_depth/d32"}
 
 # %%
 figures_dir = figures_dir or f"figures/{profile}/b1_depth_scaling"
@@ -65,12 +65,12 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.analysis import load_layers, load_zero_shot
-from cod.results import load_final, load_history, load_layer_stats, spread
+from cod.analysis import load_zero_shot
+from cod.ladder import load_ladder, paper_along, paper_rows, rungs_from
+from cod.results import spread
 from cod.verdicts import (BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, accuracy_at_chance,
                           accuracy_floor, monotone, one_sample, usefulness_at_floor)
 
-PAPER_DEPTH = {v: int(v[1:]) for v in variants}
 # PAPER_NUMBERS.md: B-Table 1 and B-Figure 2 (project page)
 PAPER = pd.DataFrame({
     "depth": [12, 16, 24, 32],
@@ -82,16 +82,21 @@ PAPER = pd.DataFrame({
     "usefulness": [1.000, 0.813, 0.625, 0.562],
 }).set_index("depth")
 PAPER["W_frac"] = PAPER["W"] / PAPER.index
-runs_dir, analysis_dir = Path(runs_root) / profile, Path(analyses_root) / profile / analysis
-final = load_final(experiment, runs_dir)
-final = final[final["variant"].isin(variants)]
-stats = load_layer_stats(experiment, runs_dir)
-history = load_history(experiment, runs_dir)
-seeds = sorted(int(s) for s in final["seed"].unique())
-settings = json.loads((analysis_dir / "settings.json").read_text())
+PAPER_ACCURACY = pd.DataFrame({"mmlu": [24.20, 25.20, 26.39, 27.52], "arc_challenge": [30.89, 31.72, 32.59, 34.22],
+                               "arc_easy": [58.96, 60.45, 61.24, 61.74], "hellaswag": [47.24, 47.24, 47.50, 48.63]},
+                              index=PAPER.index)
+analyses_dir = Path(analyses_root) / profile
+ladder = load_ladder(rungs_from(ladder), Path(runs_root) / profile, analyses_dir)
+variants = ladder.labels  # the rungs, "d<the paper's depth>"
+PAPER_DEPTH = {v: int(v[1:]) for v in variants}
+paper = paper_rows(PAPER, variants, PAPER_DEPTH)  # the paper's row of each rung (NaN: a depth it has not)
+paper_accuracy = paper_rows(PAPER_ACCURACY, variants, PAPER_DEPTH)
+seeds, stats, history = ladder.seeds, ladder.stats, ladder.history
+settings_file = ladder.rungs[0].folder(analyses_dir) / "settings.json"
+settings = json.loads(settings_file.read_text())
 tau, zero_shot_tasks = settings["tau"], settings["zero_shot_tasks"]
-display(final[["variant", "seed", "status", "steps", "tokens", "val_ppl", "tokens_per_s"]])
-print(f"analysis settings (params.yaml analyses.{analysis}): {settings}")
+display(ladder.runs[["rung", "seed", "status", "steps", "tokens", "val_ppl"]])
+print(f"analysis settings ({settings_file}): {settings}")
 
 # %% [markdown]
 # ## The verdict rule, fixed before the numbers
@@ -120,11 +125,9 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])
 # metric was kept and is shown below.
 
 # %%
-analyses, depth_of, params_of = {}, {}, {}
-for row in final.itertuples():
-    analyses[row.variant, row.seed] = load_layers(analysis_dir / f"{row.variant}_s{row.seed}")
-    depth_of[row.variant], params_of[row.variant] = len(analyses[row.variant, row.seed].variance), row.params
-variants = [v for v in variants if v in depth_of]
+analyses = ladder.analyses
+depth_of = {v: int(stats[stats["rung"] == v]["layer"].max()) for v in variants}
+params_of = ladder.runs.groupby("rung")["params"].max()
 cost = pd.DataFrame({f"{v}_s{s}": a.seconds for (v, s), a in analyses.items()}).T.round(2)
 cost.insert(0, "layers", [depth_of[k.rsplit("_s", 1)[0]] for k in cost.index])
 cost["total"] = cost.drop(columns="layers").sum(axis=1)
@@ -153,29 +156,13 @@ print(f"projected for 32 layers from {reference.name} ({int(reference['layers'])
 # logged at the end of training.
 
 # %%
-rows = []
-for (v, s), a in analyses.items():
-    logged = stats[(stats["variant"] == v) & (stats["seed"] == s)]
-    last = logged[logged["step"] == logged["step"].max()]
-    rows.append({
-        "variant": v, "seed": s, "paper_depth": PAPER_DEPTH[v], "layers": depth_of[v],
-        "causal": a.causal.global_score, "permutation": a.permutation.global_score,
-        "usefulness": a.usefulness.score, "E": a.usefulness.effective, "W": a.usefulness.wasted,
-        "W_frac": a.usefulness.wasted / depth_of[v],
-        "affine_rise": float(np.mean(a.usefulness.relative_increase)),
-        "jac_dev": a.jacobians.deviation.mean(), "last_var": a.variance[-1],
-        "last_var_train": last.loc[last["layer"].idxmax(), "resid_var"] if len(last) else np.nan,
-        "base_loss": a.removal.base_loss,
-    })
-table = pd.DataFrame(rows).merge(final[["variant", "seed", "val_ppl"]], on=["variant", "seed"])
+table = ladder.runs.assign(paper_depth=ladder.runs["rung"].map(PAPER_DEPTH),
+                           layers=ladder.runs["rung"].map(depth_of))
+table["W_frac"] = table["W"] / table["layers"]
 table = table.sort_values(["paper_depth", "seed"]).reset_index(drop=True)
-display(table.round(4))
-per_layer = pd.DataFrame([
-    {"variant": v, "seed": s, "layer": i + 1, "jac_dev": a.jacobians.deviation[i], "variance": a.variance[i],
-     "usefulness_increase": a.usefulness.relative_increase[i], "removal_increase": a.removal.loss_increase[i],
-     "kurtosis": a.kurtosis.layer[i]}
-    for (v, s), a in analyses.items() for i in range(depth_of[v])
-])
+display(table[["rung", "seed", "paper_depth", "layers", "causal", "permutation", "usefulness", "E", "W", "W_frac",
+               "affine_rise", "jac_dev", "last_var", "last_var_train", "base_loss", "val_ppl"]].round(4))
+per_layer = ladder.layers  # a row per run and layer; `affine_rise`: the relative loss rise of usefulness
 Path(figures_dir).mkdir(parents=True, exist_ok=True)
 per_layer.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
 cost.to_csv(Path(figures_dir) / "analysis_seconds.csv")
@@ -200,8 +187,8 @@ our_layers = {PAPER_DEPTH[v]: depth_of[v] for v in variants}
 # %%
 smooth = 5
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-plots.loss_curves(axes[0], history[history["variant"].isin(variants)], {label[v]: v for v in variants}, smooth=smooth)
-curves = {v: history[history["variant"] == v].pivot_table(index="tokens", columns="seed", values="loss")
+plots.loss_curves(axes[0], history, {label[v]: v for v in variants}, smooth=smooth, by="rung")
+curves = {v: history[history["rung"] == v].pivot_table(index="tokens", columns="seed", values="loss")
           .rolling(smooth, min_periods=1).mean() for v in variants}
 for color, v in zip(plt.cm.tab10.colors, variants):
     plots.seed_band(axes[1], curves[v].index, curves[v] - curves[variants[0]], color, label[v])
@@ -225,7 +212,7 @@ plt.show()
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 for v in variants:
-    s = stats[stats["variant"] == v]
+    s = stats[stats["rung"] == v]
     last = s[s["layer"] == depth_of[v]].pivot_table(index="step", columns="seed", values="resid_var")
     plots.seed_band(axes[0], last.index, last, colors[v], label[v])
     plots.depth_profile(axes[1], s, s["step"].max(), colors[v], label[v])
@@ -241,7 +228,7 @@ plt.show()
 
 fig, axes = plt.subplots(1, len(variants), figsize=(4 * len(variants), 3.4), sharey=True)
 for ax, v in zip(np.atleast_1d(axes), variants):
-    plots.layer_curves_over_training(ax, stats[stats["variant"] == v])
+    plots.layer_curves_over_training(ax, stats[stats["rung"] == v])
     ax.set_title(label[v])
     ax.set_yscale("log")
 np.atleast_1d(axes)[0].set_ylabel(f"output variance {plots.SIGMA2}")
@@ -259,7 +246,7 @@ plt.show()
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 for v in variants:
-    dev = per_layer[per_layer["variant"] == v].pivot_table(index="layer", columns="seed", values="jac_dev")
+    dev = per_layer[per_layer["rung"] == v].pivot_table(index="layer", columns="seed", values="jac_dev")
     plots.seed_band(axes[0], dev.index, dev, colors[v], label[v], marker="o", markersize=3)
     plots.seed_band(axes[1], dev.index / depth_of[v], dev, colors[v], label[v], marker="o", markersize=3)
 axes[0].set_xlabel("layer")
@@ -342,7 +329,8 @@ for ax, score in zip(axes, ["causal", "permutation", "usefulness"]):
     twin = plots.paper_axis(ax, PAPER.index, PAPER[score], f"{score}, paper B")
     ax.set_title(f"{score} score")
     ax.set_xlabel("paper's depth (our layers)")
-    ax.set_xticks(PAPER.index, [f"{d}\n({our_layers[d]})" if d in our_layers else str(d) for d in PAPER.index])
+    depths = sorted({*PAPER.index, *our_layers})
+    ax.set_xticks(depths, [f"{d}\n({our_layers[d]})" if d in our_layers else str(d) for d in depths])
     if score == "usefulness" and np.allclose(by_seed(score).to_numpy(), 0):
         ax.set_ylim(-0.05, 1.05)
         ax.text(0.03, 0.12, "ours: 0 at every depth\n(no block reaches tau)", transform=ax.transAxes, color="C0")
@@ -372,15 +360,14 @@ for row, name in enumerate(["causal", "permutation"]):
         axes[row, col].xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     axes[row, 0].set_ylabel("skipped block s" if name == "causal" else "block i")
 for col, v in enumerate(variants):
-    rise = per_layer[per_layer["variant"] == v].pivot_table(index="layer", columns="seed",
-                                                             values="usefulness_increase")
+    rise = per_layer[per_layer["rung"] == v].pivot_table(index="layer", columns="seed", values="affine_rise")
     plots.seed_band(axes[2, col], rise.index, rise, "C0", "ours, mean over seeds", marker="o", markersize=3)
     plots.tau_line(axes[2, col], tau)
     axes[2, col].set_yscale("symlog", linthresh=1e-2)
     axes[2, col].set_xlabel("layer")
     axes[2, col].xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-    axes[2, col].set_ylim(min(0.0, per_layer["usefulness_increase"].min()) - 1e-3,
-                          1.5 * max(tau, per_layer["usefulness_increase"].max()))
+    axes[2, col].set_ylim(min(0.0, per_layer["affine_rise"].min()) - 1e-3,
+                          1.5 * max(tau, per_layer["affine_rise"].max()))
 axes[2, 0].set_ylabel("relative loss rise, affine block")
 fig.legend(*axes[2, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
 plots.save(fig, figures_dir, "score_matrices")
@@ -395,34 +382,31 @@ plt.show()
 
 # %%
 zero_shot = pd.DataFrame([
-    {"variant": v, "seed": s, "paper_depth": PAPER_DEPTH[v], "task": r["task"],
+    {"rung": v, "seed": s, "paper_depth": PAPER_DEPTH[v], "task": r["task"],
      "accuracy": 100 * r["acc" if r["task"] == "mmlu" else "acc_norm"], "chance": 100 * r["chance"], "n": r["n"]}
-    for (v, s) in analyses for r in load_zero_shot(analysis_dir / f"{v}_s{s}")
+    for (v, s) in analyses for r in load_zero_shot(ladder.rung(v).scores(analyses_dir, s))
 ])
-average = zero_shot.groupby(["variant", "seed"], as_index=False)["accuracy"].mean()
-table = table.merge(average.rename(columns={"accuracy": "zero_shot_avg"}), on=["variant", "seed"])
+average = zero_shot.groupby(["rung", "seed"], as_index=False)["accuracy"].mean()
+table = table.merge(average.rename(columns={"accuracy": "zero_shot_avg"}), on=["rung", "seed"], how="left")
 zero_shot.to_csv(Path(figures_dir) / "zero_shot.csv", index=False)
 table.to_csv(Path(figures_dir) / "per_run.csv", index=False)
-PAPER_ACCURACY = pd.DataFrame({"mmlu": [24.20, 25.20, 26.39, 27.52], "arc_challenge": [30.89, 31.72, 32.59, 34.22],
-                               "arc_easy": [58.96, 60.45, 61.24, 61.74], "hellaswag": [47.24, 47.24, 47.50, 48.63]},
-                              index=PAPER.index)
 
 t1 = pd.DataFrame({
     "paper depth": [PAPER_DEPTH[v] for v in variants],
     "our layers": [depth_of[v] for v in variants],
     "our params": [f"{params_of[v] / 1e6:.2f}M" for v in variants],
-    "paper params": [PAPER.loc[PAPER_DEPTH[v], "params"] for v in variants],
+    "paper params": [paper.loc[v, "params"] for v in variants],
     "E/W ours (per seed)": [" ".join(f"{e:.0f}/{w:.0f}" for e, w in zip(by_seed("E").loc[PAPER_DEPTH[v]],
                                                                     by_seed("W").loc[PAPER_DEPTH[v]]))
                             for v in variants],
-    "E/W paper": [f"{PAPER.loc[PAPER_DEPTH[v], 'E']}/{PAPER.loc[PAPER_DEPTH[v], 'W']}" for v in variants],
+    "E/W paper": [f"{paper.loc[v, 'E']:.0f}/{paper.loc[v, 'W']:.0f}" for v in variants],
     "PPL ours": [spread(by_seed("val_ppl").loc[PAPER_DEPTH[v]]) for v in variants],
-    "PPL paper": [PAPER.loc[PAPER_DEPTH[v], "ppl"] for v in variants],
+    "PPL paper": [paper.loc[v, "ppl"] for v in variants],
     **{f"{name} ours (chance)": [
         f"{spread(by_seed('accuracy', zero_shot[zero_shot['task'] == name]).loc[PAPER_DEPTH[v]])} "
         f"({zero_shot[zero_shot['task'] == name]['chance'].iloc[0]:.1f})" for v in variants]
        for name in zero_shot_tasks},
-    **{f"{name} paper": [PAPER_ACCURACY.loc[PAPER_DEPTH[v], name] if name in PAPER_ACCURACY else np.nan
+    **{f"{name} paper": [paper_accuracy.loc[v, name] if name in PAPER_ACCURACY else np.nan
                          for v in variants] for name in zero_shot_tasks},
 }).set_index("paper depth")
 t1.to_csv(Path(figures_dir) / "table1.csv")
@@ -442,21 +426,22 @@ def by_depth(column: str) -> str:
                      for depth in values.index)
 
 
-def trend(column: str, sign: int, scale: str, paper: pd.Series | None = None, floor: float = 0.0) -> Verdict:
+def trend(column: str, sign: int, scale: str, by_depth_paper: pd.Series | None = None, floor: float = 0.0) -> Verdict:
     """`cod.verdicts.monotone` on "`column` rises (sign +1) / falls (-1) with depth" on `scale`,
-    beside the paper's values by depth (`paper`) and with the noise floor `floor`."""
+    beside the paper's values by depth (`by_depth_paper`, where it has every depth of ours) and
+    with the noise floor `floor`."""
     values = by_seed(column)
-    verdict = monotone(values, sign, floor, scale, None if paper is None else paper.loc[values.index].to_numpy())
+    given = None if by_depth_paper is None else paper_along(by_depth_paper.reindex(values.index))
+    verdict = monotone(values, sign, floor, scale, given)
     return dataclasses.replace(verdict, why=f"by paper depth {by_depth(column)}; {verdict.why}")
 
 
 deep_depth, shallow_depth = max(PAPER_DEPTH[v] for v in variants), min(PAPER_DEPTH[v] for v in variants)
 accuracy = by_seed("zero_shot_avg")
-n_items = int(zero_shot.groupby(["variant", "seed"])["n"].sum().min())
+n_items = int(zero_shot.groupby(["rung", "seed"])["n"].sum().min())
 usefulness_paper = " / ".join(f"{PAPER.loc[d, 'E']}/{d} = {PAPER.loc[d, 'usefulness']:.3f}" for d in PAPER.index)
 chance = float(zero_shot["chance"].mean())
-largest_rise = {label[v]: per_layer[per_layer["variant"] == v].groupby("seed")["usefulness_increase"].max()
-                for v in variants}
+largest_rise = {label[v]: rise for v, rise in ladder.largest_rise().items()}
 at_floor = usefulness_at_floor(largest_rise, tau)  # None unless no block of any run reaches tau
 at_chance = accuracy_at_chance({label[v]: accuracy.loc[PAPER_DEPTH[v]] for v in variants}, chance, n_items)
 
@@ -496,7 +481,7 @@ claims.add("b1-accuracy-rises-with-depth", "Table 1", "Mean zero-shot accuracy o
            at_chance or trend("zero_shot_avg", +1, "difference", PAPER_ACCURACY.mean(axis=1),
                               floor=accuracy_floor(accuracy.loc[deep_depth], accuracy.loc[shallow_depth], n_items)))
 with warnings.catch_warnings(action="ignore"):
-    layer_rho = per_layer.groupby(["variant", "seed"]).apply(
+    layer_rho = per_layer.groupby(["rung", "seed"]).apply(
         lambda g: g["layer"].corr(g["jac_dev"], method="spearman"), include_groups=False)
 claims.add("b1-jacobian-falls-with-layer", "Fig. 2b / section 2",
            "||J - I||_F / d falls with the layer index (each seed's Spearman rho, mean over the depths, below 0)",
@@ -525,8 +510,10 @@ def ends(column: str, digits: int = 3, unit: str = "") -> str:
             f"{values.loc[deep_depth]:.{digits}f}{unit} ({depth_of[deep_v]} layers)")
 
 
-def paper_ends(column: str) -> str:
-    return f"{PAPER.loc[shallow_depth, column]:.3f} to {PAPER.loc[deep_depth, column]:.3f}"
+def paper_ends(column: str, spec: str = ".3f") -> str:
+    """The paper's `column` at our shallowest and deepest model's depth ("none" where it has no such depth)."""
+    values = paper.loc[[shallow_v, deep_v], column]
+    return " to ".join("none" if np.isnan(value) else f"{value:{spec}}" for value in values)
 
 
 display(Markdown(
@@ -536,11 +523,11 @@ display(Markdown(
     f"Causal score from {ends('causal')} (paper {paper_ends('causal')}); permutation from {ends('permutation', 4)} "
     f"(paper {paper_ends('permutation')}); usefulness at tau = {tau:g} from {ends('usefulness')} (paper E/L "
     f"{paper_ends('usefulness')}), with the largest relative loss rise of any block under its affine "
-    f"replacement {per_layer['usefulness_increase'].max():.4f}. Each model's mean {plots.JACOBIAN_DEVIATION} "
+    f"replacement {per_layer['affine_rise'].max():.4f}. Each model's mean {plots.JACOBIAN_DEVIATION} "
     f"goes from {ends('jac_dev', 4)}. Validation perplexity goes from {ends('val_ppl', 1)} (paper "
-    f"{PAPER.loc[shallow_depth, 'ppl']} to {PAPER.loc[deep_depth, 'ppl']}), and the mean zero-shot accuracy "
+    f"{paper_ends('ppl', 'g')}), and the mean zero-shot accuracy "
     f"from {ends('zero_shot_avg', 1, '%')} over {n_items} items per run, against a chance level of "
-    f"{zero_shot.groupby(['variant', 'seed'])['chance'].mean().mean():.1f}%. The models' validation loss at "
+    f"{zero_shot.groupby(['rung', 'seed'])['chance'].mean().mean():.1f}%. The models' validation loss at "
     f"analysis is {table['base_loss'].min():.2f}-{table['base_loss'].max():.2f} nats. The full analysis of the "
     f"{depth_of[deep_v]}-layer runs took {cost[cost['layers'] == depth_of[deep_v]]['total'].mean():.0f}s each."
 ))

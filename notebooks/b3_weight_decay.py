@@ -38,10 +38,15 @@ profile = "default"  # smoke | default | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b3_weight_decay
+# the rungs, lambda rising: "lambda=<the paper's value>" -> "experiment/variant" (a third part "/analysis": the
+# folder of its scores); a label of the paper's Table 2 is judged against its row there
+ladder = {"lambda=0": "b_weight_decay/wd0", "lambda=0.01": "b_weight_decay/wd0.01", "lambda=0.1": "b_depth/d16",
+          "lambda=1": "b_weight_decay/wd1", "lambda=3": "b_weight_decay/wd3", "lambda=20": "b_weight_decay/wd20",
+          "lambda=60": "b_weight_decay/wd60"}
 taus = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3]  # thresholds of the usefulness curve
 matched_share = 0.81  # the paper's usefulness at lambda = 0.1 (Table 2): our lambda = 0.1's share at the matched tau
 collapse_factor = 2.0  # a run has collapsed when its perplexity is at least this multiple of the best rung's
-matched_rungs = ["lambda=20", "lambda=60"]  # the decay over our steps of the paper's lambda = 3
+matched_rungs = ["lambda=20", "lambda=60"]  # the decay over our steps of the paper's lambda = 3 (none: [])
 
 # %%
 figures_dir = figures_dir or f"figures/{profile}/b3_weight_decay"
@@ -55,24 +60,21 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.ladder import Rung, load_ladder
+from cod.ladder import load_ladder, paper_rows, rungs_from, written
 from cod.metrics.effectiveness import WEIGHT_THRESHOLDS
 from cod.results import spread
-from cod.verdicts import Claims, best_of, compare, monotone, one_sample, usefulness_at_floor
+from cod.verdicts import Claims, Verdict, best_of, compare, monotone, one_sample, usefulness_at_floor
 
 # PAPER_NUMBERS.md, B-Table 2
 PAPER = pd.DataFrame({"lambda": [0, 0.01, 0.1, 1.0, 3.0], "val_ppl": [15.63, 15.20, 14.83, 15.55, 773.42],
                       "causal": [0.25, 0.26, 0.31, 0.20, 0.03], "permutation": [0.41, 0.42, 0.52, 0.50, 0.07],
                       "usefulness": [0.75, 0.75, 0.81, 0.69, 0.63]})
 PAPER.index = [f"lambda={v:g}" for v in PAPER["lambda"]]
-LADDER = [Rung("lambda=0", "b_weight_decay", "wd0"), Rung("lambda=0.01", "b_weight_decay", "wd0.01"),
-          Rung("lambda=0.1", "b_depth", "d16"), Rung("lambda=1", "b_weight_decay", "wd1"),
-          Rung("lambda=3", "b_weight_decay", "wd3"), Rung("lambda=20", "b_weight_decay", "wd20"),
-          Rung("lambda=60", "b_weight_decay", "wd60")]
-ladder = load_ladder(LADDER, Path(runs_root) / profile, Path(analyses_root) / profile)
-papers_rungs = list(PAPER.index)  # the paper's five values: the best_of claims' rungs
-baseline = "lambda=0.1"
-tau = ladder.analyses[baseline, ladder.seeds[0]].usefulness.tau
+ladder = load_ladder(rungs_from(ladder), Path(runs_root) / profile, Path(analyses_root) / profile)
+paper = paper_rows(PAPER, ladder.labels)
+papers_rungs = [label for label in PAPER.index if label in ladder.labels]  # the best_of claims' rungs
+baseline = "lambda=0.1"  # the paper's best: its runs set the matched tau
+tau = ladder.tau
 display(ladder.runs[["rung", "seed", "status", "steps", "tokens", "val_ppl", "last_var_train", "causal",
                      "permutation", "usefulness"]].round(4))
 
@@ -102,9 +104,7 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])
 # %%
 matched = ladder.match_tau(baseline, matched_share)
 print(f"matched tau = {matched:.4g}: our lambda = 0.1 runs have a useful share of about {matched_share} there")
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
-ladder.runs.to_csv(Path(figures_dir) / "per_run.csv", index=False)
-ladder.layers.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
+ladder.save(figures_dir)
 
 # %% [markdown]
 # ## Fig. 4a: the last layer's output variance during training
@@ -112,9 +112,7 @@ ladder.layers.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
 # (above 25 down to below 25 at lambda = 3); ours are of a width-24 model and not on that scale.
 
 # %%
-fig = plots.ladder_variance(ladder, "last layer during training (Fig. 4a)")
-plots.save(fig, figures_dir, "fig4a_variance")
-plt.show()
+plots.show(plots.ladder_variance(ladder, "last layer during training (Fig. 4a)"), figures_dir, "fig4a_variance")
 
 # %% [markdown]
 # ## Fig. 4b-d: weight sparsity
@@ -127,23 +125,18 @@ for ax, eps in zip(axes, WEIGHT_THRESHOLDS):
     plots.rung_scores(ax, ladder.by_seed(f"weight_sparsity@{eps:g}"), label=f"share of |theta| < {eps:g}")
     ax.set_title(f"weight sparsity at {eps:g}")
     ax.tick_params(axis="x", rotation=40)
-plots.save(fig, figures_dir, "fig4bcd_weight_sparsity")
-plt.show()
+plots.show(fig, figures_dir, "fig4bcd_weight_sparsity")
 
 # %% [markdown]
 # ## Table 2: perplexity and the three scores, ours beside the paper's
 # Ours: mean ± std over seeds (min..max, n). The paper's values are of one run each.
 
 # %%
-table2 = ladder.table(["val_ppl", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched",
-                       "last_var_train"], PAPER)
-table2.to_csv(Path(figures_dir) / "table2.csv")
-display(table2)
-
-fig = plots.ladder_scores(ladder, PAPER, matched, rotation=40)
+display(written(ladder.table(["val_ppl", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched",
+                               "last_var_train"], paper), figures_dir, "table2"))
+fig = plots.ladder_scores(ladder, paper, matched, rotation=40)
 fig.axes[0].set_yscale("log")  # lambda = 3's collapse
-plots.save(fig, figures_dir, "table2_scores")
-plt.show()
+plots.show(fig, figures_dir, "table2_scores")
 
 # %% [markdown]
 # ## Usefulness against tau (sensitivity)
@@ -151,11 +144,8 @@ plt.show()
 # paper's tau, dash-dotted: the matched tau.
 
 # %%
-curve = ladder.usefulness_curve(taus)
-curve.to_csv(Path(figures_dir) / "usefulness_vs_tau.csv")
-fig = plots.usefulness_curves(curve, tau, matched)
-plots.save(fig, figures_dir, "usefulness_vs_tau")
-plt.show()
+curve = written(ladder.usefulness_curve(taus), figures_dir, "usefulness_vs_tau")
+plots.show(plots.usefulness_curves(curve, tau, matched), figures_dir, "usefulness_vs_tau")
 
 # %% [markdown]
 # ## Figs. 20-22: the scores layer by layer
@@ -163,22 +153,23 @@ plt.show()
 # replacement, for every rung.
 
 # %%
-fig = plots.rung_matrices(ladder, tau)
-plots.save(fig, figures_dir, "fig20_22_score_matrices")
-plt.show()
+plots.show(plots.rung_matrices(ladder, tau), figures_dir, "fig20_22_score_matrices")
 
 # %% [markdown]
 # ## Claims, judged by the rule above
 
 # %%
 paired = ladder.paired_seeds
-on_paper = {name: ladder.by_seed(name).loc[papers_rungs, paired] for name in
-            ("val_ppl", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched")}
+on_paper = {name: values.loc[papers_rungs] for name, values in ladder.paired(
+    ["val_ppl", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched"]).items()}
+of_the = f"of the {('one', 'two', 'three', 'four', 'five')[len(papers_rungs) - 1]}"  # of the paper's values here
 
 
-def best_at(name: str, higher_is_better: bool, scale: str, paper: str | None = None):
+def best_at(name: str, higher_is_better: bool, scale: str, paper_column: str | None = None) -> Verdict | str:
+    if len(papers_rungs) < 2:
+        return "no other lambda of the paper's on this ladder"
     return best_of({label: on_paper[name].loc[label] for label in papers_rungs}, baseline, higher_is_better,
-                   scale=scale, paper=None if paper is None else PAPER[paper])
+                   scale=scale, paper=None if paper_column is None else PAPER[paper_column])
 
 
 def collapsed(label: str):
@@ -188,12 +179,10 @@ def collapsed(label: str):
                       why=f"perplexity {spread(ppl.loc[label])} over the best other rung's per seed")
 
 
-largest_rise = {label: ladder.layers[ladder.layers["rung"] == label].groupby("seed")["affine_rise"].max()
-                for label in papers_rungs}
-
-
 claims = Claims("B", profile, paired)
-all_rungs = f"{ladder.labels[0]} -> {ladder.labels[-1]}, through the decay-matched {' and '.join(matched_rungs)}"
+on_ladder = [label for label in matched_rungs if label in ladder.labels]
+all_rungs = f"{ladder.labels[0]} -> {ladder.labels[-1]}" + (
+    f", through the decay-matched {' and '.join(on_ladder)}" if on_ladder else "")
 claims.add("b3-variance-falls-with-lambda", "Fig. 4a / section 4.1.1",
            f"The last layer's output variance falls as weight decay grows ({all_rungs})",
            "falls with lambda; below 25 at lambda = 3", monotone(ladder.by_seed("last_var_train")[paired], -1))
@@ -201,32 +190,34 @@ for eps in WEIGHT_THRESHOLDS:
     claims.add(f"b3-weight-sparsity-rises@{eps:g}", "Fig. 4b-d",
                f"The share of weights below {eps:g} rises with lambda ({all_rungs})", "rises at every threshold",
                monotone(ladder.by_seed(f"weight_sparsity@{eps:g}")[paired], +1, scale="difference"))
-claims.add("b3-ppl-best-at-0.1", "Table 2", "lambda = 0.1 has the lowest validation perplexity of the five",
+claims.add("b3-ppl-best-at-0.1", "Table 2", f"lambda = 0.1 has the lowest validation perplexity {of_the}",
            " / ".join(f"{v:g}" for v in PAPER["val_ppl"]), best_at("val_ppl", False, "ratio", "val_ppl"))
 claims.add("b3-ppl-improves-0-to-0.1", "Table 2 / section 4.1.1", "Perplexity improves from lambda = 0 to 0.1",
-           "15.63 -> 14.83", compare(on_paper["val_ppl"].loc[baseline], on_paper["val_ppl"].loc["lambda=0"],
-                                     paper=(PAPER.loc[baseline, "val_ppl"], PAPER.loc["lambda=0", "val_ppl"])))
-claims.add("b3-causal-best-at-0.1", "Table 2", "lambda = 0.1 has the highest causal score of the five",
+           "15.63 -> 14.83", ladder.lacks("lambda=0")
+           or compare(on_paper["val_ppl"].loc[baseline], on_paper["val_ppl"].loc["lambda=0"],
+                      paper=(PAPER.loc[baseline, "val_ppl"], PAPER.loc["lambda=0", "val_ppl"])))
+claims.add("b3-causal-best-at-0.1", "Table 2", f"lambda = 0.1 has the highest causal score {of_the}",
            " / ".join(f"{v:g}" for v in PAPER["causal"]), best_at("causal", True, "difference", "causal"))
-claims.add("b3-permutation-best-at-0.1", "Table 2", "lambda = 0.1 has the highest permutation score of the five",
+claims.add("b3-permutation-best-at-0.1", "Table 2", f"lambda = 0.1 has the highest permutation score {of_the}",
            " / ".join(f"{v:g}" for v in PAPER["permutation"]),
            best_at("permutation", True, "difference", "permutation"))
-claims.add("b3-usefulness-best-at-0.1", "Table 2", "lambda = 0.1 has the highest usefulness (tau = 0.1) of the five",
+claims.add("b3-usefulness-best-at-0.1", "Table 2", f"lambda = 0.1 has the highest usefulness (tau = 0.1) {of_the}",
            " / ".join(f"{v:g}" for v in PAPER["usefulness"]),
-           usefulness_at_floor(largest_rise, tau) or best_at("usefulness", True, "difference", "usefulness"))
+           usefulness_at_floor(ladder.largest_rise(papers_rungs), tau)
+           or best_at("usefulness", True, "difference", "usefulness"))
 claims.add("b3-affine-rise-best-at-0.1", "Table 2 (sensitivity: before the threshold)",
-           "(ours) lambda = 0.1 has the largest mean loss rise under affine replacement of the five",
+           f"(ours) lambda = 0.1 has the largest mean loss rise under affine replacement {of_the}",
            "implied by its highest usefulness", best_at("affine_rise", True, "difference"))
 claims.add("b3-usefulness-matched-best-at-0.1", "Table 2 (sensitivity: matched tau)",
-           f"(ours) lambda = 0.1 has the highest usefulness at the matched tau ({matched:.3g}) of the five",
+           f"(ours) lambda = 0.1 has the highest usefulness at the matched tau ({matched:.3g}) {of_the}",
            "0.81, the highest", best_at("usefulness_matched", True, "difference", "usefulness"))
 claims.add("b3-lambda3-collapses", "Table 2 / section 4.1.1",
            f"lambda = 3 collapses (perplexity at least {collapse_factor:g} x the best rung's)", "773.42 vs 14.83",
-           collapsed("lambda=3"))
+           ladder.lacks("lambda=3") or collapsed("lambda=3"))
 for label in matched_rungs:
     claims.add(f"b3-collapse-at-matched-decay:{label.split('=')[1]}", "Table 2 (our decay-matched rungs)",
                f"{label}, whose decay over our steps matches the paper's lambda = 3, collapses",
-               "773.42 vs 14.83 at the paper's lambda = 3", collapsed(label))
+               "773.42 vs 14.83 at the paper's lambda = 3", ladder.lacks(label) or collapsed(label))
 display(claims.save(figures_dir))
 
 # %% [markdown]
@@ -235,8 +226,11 @@ display(claims.save(figures_dir))
 
 # %%
 verdicts = {r["id"]: r["verdict"] for r in claims.rows}
-mean = {name: ladder.by_seed(name).mean(axis=1) for name in ("val_ppl", "last_var_train", "usefulness_matched",
-                                                             "weight_sparsity@0.01", "causal", "permutation")}
+mean = ladder.means(["val_ppl", "last_var_train", "usefulness_matched", "weight_sparsity@0.01", "causal",
+                     "permutation"])
+matched_variance = " and ".join(f"{mean['last_var_train'][label] / mean['last_var_train']['lambda=0']:.2f}x "
+                                f"({label.replace('=', ' = ')})"
+                                for label in (on_ladder if "lambda=0" in ladder.labels else []))
 display(Markdown(
     f"Over seeds {paired} of the `{profile}` profile: " + "; ".join(f"**{v}** {k}" for k, v in verdicts.items())
     + ".\n\n"
@@ -248,11 +242,9 @@ display(Markdown(
     f"{', '.join(f'{k} {v:.4f}' for k, v in mean['permutation'].items())}. "
     f"Usefulness at the matched tau {matched:.3g}: "
     f"{', '.join(f'{k} {v:.2f}' for k, v in mean['usefulness_matched'].items())}; at tau = {tau:g}, E = "
-    f"{int(ladder.runs['E'].max())} at most on any run.\n\n"
-    f"At the decay-matched rungs the last layer's variance is "
-    f"{mean['last_var_train']['lambda=20'] / mean['last_var_train']['lambda=0']:.2f}x (lambda = 20) and "
-    f"{mean['last_var_train']['lambda=60'] / mean['last_var_train']['lambda=0']:.2f}x (lambda = 60) lambda = 0's, "
-    f"where the models have collapsed."
+    f"{int(ladder.runs['E'].max())} at most on any run."
+    + (f"\n\nAt the decay-matched rungs the last layer's variance is {matched_variance} lambda = 0's, where the "
+       f"models have collapsed." if matched_variance else "")
 ))
 
 # %% [markdown]

@@ -37,8 +37,13 @@ profile = "default"  # smoke | default | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b4_sequence_length
+# the rungs, shortest first: "T=<our training length>" -> "experiment/variant" (a third part "/analysis": the
+# folder of its scores)
+ladder = {"T=32": "b_sequence_length/t32", "T=64": "b_sequence_length/t64", "T=128": "b_sequence_length/t128",
+          "T=256": "b_sequence_length/t256", "T=512": "b_sequence_length/t512", "T=1024": "b_sequence_length/t1024"}
+length_factor = 8  # the paper's training length over ours: each rung is set against the paper's row at that multiple
 taus = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3]  # thresholds of the usefulness curve
-matched_share = 0.75  # the paper's usefulness at its base length 1024 (Table 3): our T=128's share at the matched tau
+matched_share = 0.75  # the paper's usefulness at its base length 1024 (Table 3): our rung there has it at matched tau
 sparsity_threshold = 0.01  # the threshold of the per-evaluation-length sparsity claims (the middle of the three)
 uniform_margin = 0.01  # attention within this fraction of uniform causal attention's entropy is too flat to judge
 
@@ -47,6 +52,7 @@ figures_dir = figures_dir or f"figures/{profile}/b4_sequence_length"
 
 # %%
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -58,23 +64,25 @@ from IPython.display import Markdown, display
 import cod.verdicts
 from cod import plots
 from cod.analysis import load_attention
-from cod.ladder import Rung, load_ladder
+from cod.ladder import load_ladder, paper_pair, paper_rows, rungs_from, written
 from cod.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, attention_near_uniform, best_of,
                           compare, monotone, usefulness_at_floor)
 
-VARIANTS = ["t32", "t64", "t128", "t256", "t512", "t1024"]
-LADDER = [Rung(f"T={v[1:]}", "b_sequence_length", v) for v in VARIANTS]
-# PAPER_NUMBERS.md, B-Table 3: T = 256 ... 8192, each against ours at an eighth of it
+# PAPER_NUMBERS.md, B-Table 3, by the paper's training length T
 PAPER = pd.DataFrame({"T_paper": [256, 512, 1024, 2048, 4096, 8192],
                       "val_ppl": [18.51, 15.71, 14.77, 14.51, 14.52, 16.30],
                       "causal": [0.24, 0.25, 0.28, 0.30, 0.31, 0.29],
                       "permutation": [0.41, 0.45, 0.46, 0.50, 0.81, 0.49],
-                      "usefulness": [0.69, 0.75, 0.75, 0.81, 0.81, 0.75]}, index=[rung.label for rung in LADDER])
-runs_dir, analysis_dir = Path(runs_root) / profile, Path(analyses_root) / profile / "b_sequence_length"
-ladder = load_ladder(LADDER, runs_dir, Path(analyses_root) / profile)
-settings = json.loads((analysis_dir / "settings.json").read_text())
-baseline, shortest, longest = "T=128", LADDER[0].label, LADDER[-1].label
-tau = ladder.analyses[baseline, ladder.seeds[0]].usefulness.tau
+                      "usefulness": [0.69, 0.75, 0.75, 0.81, 0.81, 0.75]}).set_index("T_paper", drop=False)
+analyses_dir = Path(analyses_root) / profile
+ladder = load_ladder(rungs_from(ladder), Path(runs_root) / profile, analyses_dir)
+paper_t = {label: length_factor * int(label[2:]) for label in ladder.labels if re.fullmatch(r"T=\d+", label)}
+paper = paper_rows(PAPER, ladder.labels, paper_t)
+rung_at = {t: label for label, t in paper_t.items()}  # the paper's length -> our rung
+baseline, at_2048 = rung_at.get(1024), rung_at.get(2048)  # the paper's base length (the matched tau's), its best
+shortest, longest = ladder.labels[0], ladder.labels[-1]
+settings = json.loads((ladder.rung(longest).folder(analyses_dir) / "settings.json").read_text())
+tau = ladder.tau
 display(ladder.runs[["rung", "seed", "status", "steps", "tokens", "val_ppl", "last_var_train", "causal",
                      "permutation", "usefulness"]].round(4))
 print(f"attention evaluated at {settings['attention_lengths']} tokens, thresholds {settings['attention_thresholds']}")
@@ -95,27 +103,31 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])
 # has an interior optimum" is reproduced when the length of the lowest mean perplexity is
 # neither end and beats both ends by `compare`; not reproduced when an end length is best and
 # beats every other by `best_of`; inconclusive otherwise. The gains the paper reports from 256
-# to 2048 are judged between our 32 and 256 by `compare`. Usefulness at the paper's tau first
-# goes through `usefulness_at_floor`; two readings of our own (marked "(ours)") follow: the
-# matched tau (the threshold at which our 128-token runs have the paper's useful share at its
-# 1024, set from them alone) and the loss rise before thresholding.
+# to 2048 are judged between our shortest length and the rung at the paper's 2048 (with
+# `length_factor` 8: our 32 and 256) by `compare`. Usefulness at the paper's tau first goes
+# through `usefulness_at_floor`; two readings of our own (marked "(ours)") follow: the matched
+# tau (the threshold at which our runs at the paper's 1024, the 128-token ones, have the
+# paper's useful share there, set from them alone) and the loss rise before thresholding.
 
 # %%
 matched = ladder.match_tau(baseline, matched_share)
-print(f"matched tau = {matched:.4g}: our T=128 runs have a useful share of about {matched_share} there")
-attention = {(r.rung, r.seed): load_attention(analysis_dir / f"{rung.variant}_s{r.seed}")
-             for r in ladder.runs.itertuples() for rung in LADDER
-             if rung.label == r.rung and (analysis_dir / f"{rung.variant}_s{r.seed}" / "attention.json").exists()}
-eval_lengths = sorted(next(iter(attention.values())))
+print(f"matched tau = {matched:.4g}: our {baseline} runs have a useful share of about {matched_share} there")
+ladder.save(figures_dir)
+scored = {(r.rung, r.seed): ladder.rung(r.rung).scores(analyses_dir, r.seed) for r in ladder.runs.itertuples()}
+attention = {key: load_attention(folder) for key, folder in scored.items() if (folder / "attention.json").exists()}
+unmeasured = [label for label in ladder.labels if all(rung != label for rung, _ in attention)]
+no_attention = f"no attention scores of {', '.join(unmeasured)}" if unmeasured else None
+eval_lengths = sorted(next(iter(attention.values()), {}))
 thresholds = settings["attention_thresholds"]
+middle = thresholds.index(sparsity_threshold) if sparsity_threshold in thresholds else 0
+uniform_entropy = {length: float(np.mean(np.log(np.arange(1, length + 1)))) for length in eval_lengths}
 attention_rows = pd.DataFrame([
     {"rung": rung, "seed": seed, "eval_length": length, "entropy": at.global_entropy,
      **{f"sparsity@{eps:g}": value for eps, value in zip(at.thresholds, at.global_sparsity)}}
     for (rung, seed), stats in attention.items() for length, at in stats.items()])
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
-ladder.runs.to_csv(Path(figures_dir) / "per_run.csv", index=False)
-ladder.layers.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
 attention_rows.to_csv(Path(figures_dir) / "attention.csv", index=False)
+if no_attention:
+    print(f"{no_attention} (params.yaml: the analyses' attention_lengths): their figures and claims are left out")
 
 
 def attention_by_seed(column: str, length: int) -> pd.DataFrame:
@@ -129,9 +141,7 @@ def attention_by_seed(column: str, length: int) -> pd.DataFrame:
 # Every run takes 580 steps of 1,024 tokens, so the curves are aligned by step and by token.
 
 # %%
-fig = plots.ladder_variance(ladder, "last layer during training (Fig. 5a)")
-plots.save(fig, figures_dir, "fig5a_variance")
-plt.show()
+plots.show(plots.ladder_variance(ladder, "last layer during training (Fig. 5a)"), figures_dir, "fig5a_variance")
 
 # %% [markdown]
 # ## Figs. 5b-d and 6: attention sparsity at the longest evaluation length
@@ -139,21 +149,20 @@ plt.show()
 # over every layer and head, against the training length; and per layer (Fig. 6) at 0.01.
 
 # %%
-fig, axes = plt.subplots(1, len(thresholds) + 1, figsize=(4.3 * (len(thresholds) + 1), 3.5))
-for ax, eps in zip(axes, thresholds):
-    plots.rung_scores(ax, attention_by_seed(f"sparsity@{eps:g}", eval_lengths[-1]), label=f"share below {eps:g}")
-    ax.set_title(f"sparsity at {eps:g}, evaluated at {eval_lengths[-1]}")
-colors = dict(zip(ladder.labels, plt.cm.viridis(np.linspace(0, 0.9, len(ladder.labels)))))
-middle = thresholds.index(sparsity_threshold) if sparsity_threshold in thresholds else 0
-for label in ladder.labels:
-    per_layer = pd.DataFrame({seed: stats[eval_lengths[-1]].sparsity[:, :, middle].mean(axis=1)
-                              for (rung, seed), stats in attention.items() if rung == label})
-    plots.seed_band(axes[-1], per_layer.index + 1, per_layer, colors[label], label, marker="o", markersize=3)
-axes[-1].set(xlabel="layer", ylabel=f"share below {thresholds[middle]:g}",
-             title=f"per layer at {eval_lengths[-1]} (Fig. 6)")
-axes[-1].legend(fontsize=7)
-plots.save(fig, figures_dir, "fig5bcd_6_attention_sparsity")
-plt.show()
+if eval_lengths:
+    fig, axes = plt.subplots(1, len(thresholds) + 1, figsize=(4.3 * (len(thresholds) + 1), 3.5))
+    for ax, eps in zip(axes, thresholds):
+        plots.rung_scores(ax, attention_by_seed(f"sparsity@{eps:g}", eval_lengths[-1]), label=f"share below {eps:g}")
+        ax.set_title(f"sparsity at {eps:g}, evaluated at {eval_lengths[-1]}")
+    colors = dict(zip(ladder.labels, plt.cm.viridis(np.linspace(0, 0.9, len(ladder.labels)))))
+    for label in [label for label in ladder.labels if label not in unmeasured]:
+        per_layer = pd.DataFrame({seed: stats[eval_lengths[-1]].sparsity[:, :, middle].mean(axis=1)
+                                  for (rung, seed), stats in attention.items() if rung == label})
+        plots.seed_band(axes[-1], per_layer.index + 1, per_layer, colors[label], label, marker="o", markersize=3)
+    axes[-1].set(xlabel="layer", ylabel=f"share below {thresholds[middle]:g}",
+                 title=f"per layer at {eval_lengths[-1]} (Fig. 6)")
+    axes[-1].legend(fontsize=7)
+    plots.show(fig, figures_dir, "fig5bcd_6_attention_sparsity")
 
 # %% [markdown]
 # ## Figs. 14-18: sparsity and entropy at every evaluation length
@@ -162,97 +171,89 @@ plt.show()
 # causal head can have), against which a learned sparsity shows as a gap.
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-length_colors = plt.cm.plasma(np.linspace(0, 0.85, len(eval_lengths)))
-for color, length in zip(length_colors, eval_lengths):
-    for ax, column in zip(axes, [f"sparsity@{thresholds[middle]:g}", "entropy"]):
-        values = attention_by_seed(column, length)
-        plots.seed_band(ax, np.arange(len(values)), values, color, f"evaluated at {length}", marker="o",
-                        markersize=3)
-uniform_entropy = {length: float(np.mean(np.log(np.arange(1, length + 1)))) for length in eval_lengths}
-for color, length in zip(length_colors, eval_lengths):
-    axes[1].axhline(uniform_entropy[length], color=color, linestyle=":", linewidth=1,
-                    label=f"uniform causal attention at {length}")
-for ax, title in zip(axes, [f"sparsity at {thresholds[middle]:g} (Figs. 14-17)", "entropy, nats (Fig. 18)"]):
-    ax.set_xticks(np.arange(len(ladder.labels)), ladder.labels)
-    ax.set_xlabel("training length")
-    ax.set_title(title)
-axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
-plots.save(fig, figures_dir, "fig14_18_eval_lengths")
-plt.show()
+if eval_lengths:
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    length_colors = plt.cm.plasma(np.linspace(0, 0.85, len(eval_lengths)))
+    for color, length in zip(length_colors, eval_lengths):
+        for ax, column in zip(axes, [f"sparsity@{thresholds[middle]:g}", "entropy"]):
+            values = attention_by_seed(column, length)
+            plots.seed_band(ax, np.arange(len(values)), values, color, f"evaluated at {length}", marker="o",
+                            markersize=3)
+    for color, length in zip(length_colors, eval_lengths):
+        axes[1].axhline(uniform_entropy[length], color=color, linestyle=":", linewidth=1,
+                        label=f"uniform causal attention at {length}")
+    for ax, title in zip(axes, [f"sparsity at {thresholds[middle]:g} (Figs. 14-17)", "entropy, nats (Fig. 18)"]):
+        ax.set_xticks(np.arange(len(ladder.labels)), ladder.labels)
+        ax.set_xlabel("training length")
+        ax.set_title(title)
+    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    plots.show(fig, figures_dir, "fig14_18_eval_lengths")
 
 # %% [markdown]
 # ## Table 3: perplexity and the three scores, ours beside the paper's
-# The paper's row of each length is drawn against ours at an eighth of it.
+# The paper's row of each length is drawn against ours at 1 / `length_factor` of it (an eighth).
 
 # %%
 table3 = ladder.table(["val_ppl", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched",
-                       "last_var_train"], PAPER)
-table3.insert(0, "paper's T", PAPER["T_paper"])
-table3.to_csv(Path(figures_dir) / "table3.csv")
-display(table3)
-
-fig = plots.ladder_scores(ladder, PAPER, matched)
-plots.save(fig, figures_dir, "table3_scores")
-plt.show()
+                       "last_var_train"], paper)
+table3.insert(0, "paper's T", paper["T_paper"])
+display(written(table3, figures_dir, "table3"))
+plots.show(plots.ladder_scores(ladder, paper, matched), figures_dir, "table3_scores")
 
 # %% [markdown]
 # ## Usefulness against tau (sensitivity)
 
 # %%
-curve = ladder.usefulness_curve(taus)
-curve.to_csv(Path(figures_dir) / "usefulness_vs_tau.csv")
-fig = plots.usefulness_curves(curve, tau, matched)
-plots.save(fig, figures_dir, "usefulness_vs_tau")
-plt.show()
+curve = written(ladder.usefulness_curve(taus), figures_dir, "usefulness_vs_tau")
+plots.show(plots.usefulness_curves(curve, tau, matched), figures_dir, "usefulness_vs_tau")
 
 # %% [markdown]
 # ## Figs. 23-25: the scores layer by layer
 
 # %%
-fig = plots.rung_matrices(ladder, tau)
-plots.save(fig, figures_dir, "fig23_25_score_matrices")
-plt.show()
+plots.show(plots.rung_matrices(ladder, tau), figures_dir, "fig23_25_score_matrices")
 
 # %% [markdown]
 # ## Claims, judged by the rule above
 
 # %%
 paired = ladder.paired_seeds
-values = {name: ladder.by_seed(name)[paired] for name in
-          ("val_ppl", "last_var_train", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched")}
-paper_32_to_256 = "T=256 vs T=32 (the paper's 2048 vs 256)"
+values = ladder.paired(["val_ppl", "last_var_train", "causal", "permutation", "usefulness", "affine_rise",
+                        "usefulness_matched"])
+paper_32_to_256 = f"{at_2048} vs {shortest} (the paper's 2048 vs {paper_t.get(shortest)})"
+to_2048 = None if at_2048 not in (None, shortest) else "no rung above the shortest at the paper's 2048 tokens"
+longest_eval = eval_lengths[-1] if eval_lengths else None
 
 
-def interior_optimum() -> Verdict:
+def interior_optimum() -> Verdict | str:
+    if len(ladder.labels) < 3:
+        return "fewer than three rungs: no interior length"
     ppl = values["val_ppl"]
     best = ppl.mean(axis=1).idxmin()
     if best not in (shortest, longest):
-        ends = [compare(ppl.loc[best], ppl.loc[end], paper=(PAPER.loc[best, "val_ppl"], PAPER.loc[end, "val_ppl"]))
+        ends = [compare(ppl.loc[best], ppl.loc[end], paper=paper_pair(paper, "val_ppl", best, end))
                 for end in (shortest, longest)]
         verdict = REPRODUCED if all(e.verdict == REPRODUCED for e in ends) else INCONCLUSIVE
         return replace(ends[0], verdict=verdict, why=f"lowest mean at {best}; against {shortest}: {ends[0].why}; "
                                                      f"against {longest}: {ends[1].why}")
-    at_end = best_of({label: ppl.loc[label] for label in ppl.index}, best, paper=PAPER["val_ppl"])
+    at_end = best_of({label: ppl.loc[label] for label in ppl.index}, best, paper=paper["val_ppl"])
     return replace(at_end, verdict=NOT_REPRODUCED if at_end.verdict == REPRODUCED else INCONCLUSIVE,
                    why=f"lowest mean at the end length {best}: {at_end.why}")
 
 
-def flat(length: int) -> Verdict | None:
-    """`attention_near_uniform` on every training length's entropy at evaluation length `length`."""
+def flat(length: int) -> Verdict | str | None:
+    """Why attention at evaluation length `length` cannot be judged: a rung without attention scores
+    (`no_attention`), or `attention_near_uniform` on every training length's entropy; else None."""
+    if no_attention:
+        return no_attention
     ratio = attention_by_seed("entropy", length)[paired] / uniform_entropy[length]
     return attention_near_uniform({label: ratio.loc[label] for label in ratio.index}, uniform_margin)
 
 
-def rises(name: str) -> Verdict:
-    """"`name` rises from our T=32 to T=256 (the paper's 256 to 2048)", beside the paper's values."""
-    paper = (PAPER.loc["T=256", name], PAPER.loc[shortest, name]) if name in PAPER else None
-    return compare(values[name].loc["T=256"], values[name].loc[shortest], higher_is_better=True, scale="difference",
-                   paper=paper)
-
-
-largest_rise = {label: ladder.layers[ladder.layers["rung"] == label].groupby("seed")["affine_rise"].max()
-                for label in ("T=256", shortest)}
+def rises(name: str) -> Verdict | str:
+    """"`name` rises from our shortest length to the paper's 2048", beside the paper's values."""
+    return to_2048 or compare(values[name].loc[at_2048], values[name].loc[shortest], higher_is_better=True,
+                              scale="difference", paper=paper_pair(paper, name, at_2048, shortest))
 
 
 claims = Claims("B", profile, paired)
@@ -261,10 +262,10 @@ claims.add("b4-variance-falls-with-length", "Fig. 5a / section 4.1.2",
            monotone(values["last_var_train"], -1))
 for eps in thresholds:
     claims.add(f"b4-sparsity-rises@{eps:g}", "Figs. 5b-d, 6",
-               f"Attention sparsity at {eps:g}, evaluated at the longest length ({eval_lengths[-1]}), rises with "
+               f"Attention sparsity at {eps:g}, evaluated at the longest length ({longest_eval}), rises with "
                "the training length", "rises at every threshold",
-               flat(eval_lengths[-1]) or monotone(attention_by_seed(f"sparsity@{eps:g}", eval_lengths[-1])[paired], +1,
-                                                  scale="difference"))
+               flat(longest_eval) or monotone(attention_by_seed(f"sparsity@{eps:g}", longest_eval)[paired], +1,
+                                              scale="difference"))
 for length in eval_lengths:
     claims.add(f"b4-sparsity-rises:eval{length}", "Figs. 14-17 / App. A.5",
                f"Attention sparsity at {thresholds[middle]:g}, evaluated at {length} tokens, rises with the "
@@ -280,21 +281,22 @@ claims.add("b4-ppl-interior-optimum", "Table 3 / section 4.1.2",
            "best at 2048 (14.51); 16.30 at 8192",
            interior_optimum())
 claims.add("b4-ppl-improves-to-2048", "Table 3", f"Perplexity improves from the shortest length: {paper_32_to_256}",
-           "18.51 -> 14.51", compare(values["val_ppl"].loc["T=256"], values["val_ppl"].loc[shortest],
-                                     paper=(PAPER.loc["T=256", "val_ppl"], PAPER.loc[shortest, "val_ppl"])))
+           "18.51 -> 14.51", to_2048 or compare(values["val_ppl"].loc[at_2048], values["val_ppl"].loc[shortest],
+                                                paper=paper_pair(paper, "val_ppl", at_2048, shortest)))
 for name, paper_value in (("causal", "0.24 -> 0.30"), ("permutation", "0.41 -> 0.50")):
     claims.add(f"b4-{name}-rises-to-2048", "Table 3", f"The {name} score rises: {paper_32_to_256}", paper_value,
                rises(name))
 claims.add("b4-usefulness-rises-to-2048", "Table 3", f"The usefulness score (tau = {tau:g}) rises: {paper_32_to_256}",
-           "0.69 -> 0.81", usefulness_at_floor(largest_rise, tau) or rises("usefulness"))
+           "0.69 -> 0.81", to_2048 or usefulness_at_floor(ladder.largest_rise([at_2048, shortest]), tau)
+           or rises("usefulness"))
 claims.add("b4-affine-rise-rises-to-2048", "Table 3 (sensitivity: before the threshold)",
            f"(ours) The mean loss rise under affine replacement rises: {paper_32_to_256}",
            "implied by the rising usefulness", rises("affine_rise"))
 claims.add("b4-usefulness-matched-rises-to-2048", "Table 3 (sensitivity: matched tau)",
            f"(ours) Usefulness at the matched tau ({matched:.3g}) rises: {paper_32_to_256}", "0.69 -> 0.81",
-           compare(values["usefulness_matched"].loc["T=256"], values["usefulness_matched"].loc[shortest],
-                   higher_is_better=True, scale="difference",
-                   paper=(PAPER.loc["T=256", "usefulness"], PAPER.loc[shortest, "usefulness"])))
+           to_2048 or compare(values["usefulness_matched"].loc[at_2048], values["usefulness_matched"].loc[shortest],
+                              higher_is_better=True, scale="difference",
+                              paper=paper_pair(paper, "usefulness", at_2048, shortest)))
 display(claims.save(figures_dir))
 
 # %% [markdown]
@@ -303,18 +305,18 @@ display(claims.save(figures_dir))
 
 # %%
 verdicts = {r["id"]: r["verdict"] for r in claims.rows}
-mean = {name: ladder.by_seed(name).mean(axis=1) for name in
-        ("val_ppl", "last_var_train", "causal", "permutation", "usefulness_matched")}
-at_longest = {column: attention_by_seed(column, eval_lengths[-1]).mean(axis=1)
-              for column in (f"sparsity@{thresholds[middle]:g}", "entropy")}
+mean = ladder.means(["val_ppl", "last_var_train", "causal", "permutation", "usefulness_matched"])
+at_longest = {f"{column} at {longest_eval}": attention_by_seed(column, longest_eval).mean(axis=1)
+              for column in (f"sparsity@{thresholds[middle]:g}", "entropy") if longest_eval}
 display(Markdown(
     f"Over seeds {paired} of the `{profile}` profile: " + "; ".join(f"**{v}** {k}" for k, v in verdicts.items())
     + ".\n\n" + " ".join(
         f"{name}: " + ", ".join(f"{k} {v:.4g}" for k, v in series.items()) + "."
-        for name, series in {**mean, **{f"{k} at {eval_lengths[-1]}": v for k, v in at_longest.items()}}.items())
-    + f" Uniform causal attention over {eval_lengths[-1]} tokens has an entropy of "
-    f"{uniform_entropy[eval_lengths[-1]]:.3f} nats; our models' attention, averaged over layers and heads, is within "
-    f"{100 * (1 - at_longest['entropy'].min() / uniform_entropy[eval_lengths[-1]]):.1f}% of it."
+        for name, series in {**mean, **at_longest}.items())
+    + (f" Uniform causal attention over {longest_eval} tokens has an entropy of "
+       f"{uniform_entropy[longest_eval]:.3f} nats; our models' attention, averaged over layers and heads, is "
+       f"within {100 * (1 - at_longest[f'entropy at {longest_eval}'].min() / uniform_entropy[longest_eval]):.1f}% "
+       "of it." if longest_eval else "")
 ))
 
 # %% [markdown]

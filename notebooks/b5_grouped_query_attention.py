@@ -33,6 +33,8 @@ profile = "default"  # smoke | default | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b5_grouped_query_attention
+# the rungs, MHA first and MQA last: label -> "experiment/variant" (a third part "/analysis": the folder of its scores)
+ladder = {"MHA (G=1)": "b_depth/d16", "GQA (G=2)": "b_gqa/kv2", "MQA (G=4)": "b_gqa/kv1"}
 taus = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3]  # thresholds of the usefulness curve
 matched_share = 0.81  # the paper's usefulness of MHA (Table 4): the matched tau gives our MHA this share
 variance_ratio = 0.75  # "MQA's variance about half of MHA's": the per-seed ratio lies below this
@@ -43,23 +45,23 @@ figures_dir = figures_dir or f"figures/{profile}/b5_grouped_query_attention"
 # %%
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.ladder import Rung, load_ladder
+from cod.ladder import load_ladder, paper_along, paper_rows, rungs_from, written
 from cod.verdicts import Claims, monotone, one_sample, usefulness_at_floor
 
-LADDER = [Rung("MHA (G=1)", "b_depth", "d16"), Rung("GQA (G=2)", "b_gqa", "kv2"), Rung("MQA (G=4)", "b_gqa", "kv1")]
-# PAPER_NUMBERS.md, B-Table 4: G = 1, 4, 16 against our 1, 2, 4 (MHA, GQA, MQA in both)
+# PAPER_NUMBERS.md, B-Table 4, by the paper's G; our rung of each (MHA, GQA, MQA in both)
 PAPER = pd.DataFrame({"val_ppl": [14.52, 14.50, 14.47], "causal": [0.31, 0.31, 0.34],
                       "permutation": [0.51, 0.57, 0.63], "usefulness": [0.81, 0.87, 0.87]},
-                     index=[rung.label for rung in LADDER])
-ladder = load_ladder(LADDER, Path(runs_root) / profile, Path(analyses_root) / profile)
-baseline, mqa = LADDER[0].label, LADDER[-1].label
-tau = ladder.analyses[baseline, ladder.seeds[0]].usefulness.tau
+                     index=["MHA (G=1)", "GQA (G=4)", "MQA (G=16)"])
+PAPER_ROW = {"MHA (G=1)": "MHA (G=1)", "GQA (G=2)": "GQA (G=4)", "MQA (G=4)": "MQA (G=16)"}
+ladder = load_ladder(rungs_from(ladder), Path(runs_root) / profile, Path(analyses_root) / profile)
+paper = paper_rows(PAPER, ladder.labels, PAPER_ROW)
+baseline, mqa = ladder.labels[0], ladder.labels[-1]
+tau = ladder.tau
 display(ladder.runs[["rung", "seed", "status", "steps", "tokens", "params", "val_ppl", "last_var_train", "causal",
                      "permutation", "usefulness"]].round(4))
 
@@ -82,9 +84,7 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])
 # %%
 matched = ladder.match_tau(baseline, matched_share)
 print(f"matched tau = {matched:.4g}: our MHA runs have a useful share of about {matched_share} there")
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
-ladder.runs.to_csv(Path(figures_dir) / "per_run.csv", index=False)
-ladder.layers.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
+ladder.save(figures_dir)
 
 # %% [markdown]
 # ## Fig. 7: the last layer's output variance during training
@@ -92,52 +92,38 @@ ladder.layers.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
 # FLOPs), so their curves run further, as in the paper's unaligned Fig. 19.
 
 # %%
-fig = plots.ladder_variance(ladder, "last layer during training (Fig. 7)")
-plots.save(fig, figures_dir, "fig7_variance")
-plt.show()
+plots.show(plots.ladder_variance(ladder, "last layer during training (Fig. 7)"), figures_dir, "fig7_variance")
 
 # %% [markdown]
 # ## Table 4: perplexity and the three scores, ours beside the paper's
 # Ours: mean ± std over seeds (min..max, n); the paper's values are of one run each.
 
 # %%
-table4 = ladder.table(["steps", "val_ppl", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched",
-                       "last_var_train"], PAPER)
-table4.to_csv(Path(figures_dir) / "table4.csv")
-display(table4)
-
-fig = plots.ladder_scores(ladder, PAPER, matched)
-plots.save(fig, figures_dir, "table4_scores")
-plt.show()
+display(written(ladder.table(["steps", "val_ppl", "causal", "permutation", "usefulness", "affine_rise",
+                               "usefulness_matched", "last_var_train"], paper), figures_dir, "table4"))
+plots.show(plots.ladder_scores(ladder, paper, matched), figures_dir, "table4_scores")
 
 # %% [markdown]
 # ## Usefulness against tau (sensitivity)
 
 # %%
-curve = ladder.usefulness_curve(taus)
-curve.to_csv(Path(figures_dir) / "usefulness_vs_tau.csv")
-fig = plots.usefulness_curves(curve, tau, matched)
-plots.save(fig, figures_dir, "usefulness_vs_tau")
-plt.show()
+curve = written(ladder.usefulness_curve(taus), figures_dir, "usefulness_vs_tau")
+plots.show(plots.usefulness_curves(curve, tau, matched), figures_dir, "usefulness_vs_tau")
 
 # %% [markdown]
 # ## Figs. 26-27: the scores layer by layer
 
 # %%
-fig = plots.rung_matrices(ladder, tau)
-plots.save(fig, figures_dir, "fig26_27_score_matrices")
-plt.show()
+plots.show(plots.rung_matrices(ladder, tau), figures_dir, "fig26_27_score_matrices")
 
 # %% [markdown]
 # ## Claims, judged by the rule above
 
 # %%
 paired = ladder.paired_seeds
-values = {name: ladder.by_seed(name)[paired] for name in
-          ("val_ppl", "last_var_train", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched")}
+values = ladder.paired(["val_ppl", "last_var_train", "causal", "permutation", "usefulness", "affine_rise",
+                        "usefulness_matched"])
 ratio = values["last_var_train"].loc[mqa] / values["last_var_train"].loc[baseline]
-largest_rise = {label: ladder.layers[ladder.layers["rung"] == label].groupby("seed")["affine_rise"].max()
-                for label in ladder.labels}
 
 claims = Claims("B", profile, paired)
 claims.add("b5-variance-falls-with-sharing", "Fig. 7 / section 4.2.1",
@@ -148,21 +134,21 @@ claims.add("b5-mqa-half-variance", "Fig. 7 / section 4.2.1",
            one_sample(ratio, null=variance_ratio, higher_is_better=False, scale="ratio", paper=0.5,
                       why="MQA / MHA last-layer variance per seed " + ", ".join(f"{r:.3f}" for r in ratio)))
 claims.add("b5-ppl-falls-with-sharing", "Table 4", "Validation perplexity falls from MHA to MQA at equal FLOPs",
-           "14.52 / 14.50 / 14.47", monotone(values["val_ppl"], -1, paper=PAPER["val_ppl"].to_numpy()))
+           "14.52 / 14.50 / 14.47", monotone(values["val_ppl"], -1, paper=paper_along(paper["val_ppl"])))
 for name, paper_value in (("causal", "0.31 / 0.31 / 0.34"), ("permutation", "0.51 / 0.57 / 0.63")):
     claims.add(f"b5-{name}-rises-with-sharing", "Table 4", f"The {name} score rises from MHA to MQA", paper_value,
-               monotone(values[name], +1, scale="difference", paper=PAPER[name].to_numpy()))
+               monotone(values[name], +1, scale="difference", paper=paper_along(paper[name])))
 claims.add("b5-usefulness-rises-with-sharing", "Table 4", f"The usefulness score (tau = {tau:g}) rises from MHA to MQA",
            "0.81 / 0.87 / 0.87 (13 -> 14 effective layers)",
-           usefulness_at_floor(largest_rise, tau)
-           or monotone(values["usefulness"], +1, scale="difference", paper=PAPER["usefulness"].to_numpy()))
+           usefulness_at_floor(ladder.largest_rise(), tau)
+           or monotone(values["usefulness"], +1, scale="difference", paper=paper_along(paper["usefulness"])))
 claims.add("b5-affine-rise-rises-with-sharing", "Table 4 (sensitivity: before the threshold)",
            "(ours) The mean loss rise under affine replacement rises from MHA to MQA",
            "implied by the rising usefulness",
            monotone(values["affine_rise"], +1, scale="difference"))
 claims.add("b5-usefulness-matched-rises-with-sharing", "Table 4 (sensitivity: matched tau)",
            f"(ours) Usefulness at the matched tau ({matched:.3g}) rises from MHA to MQA", "0.81 / 0.87 / 0.87",
-           monotone(values["usefulness_matched"], +1, scale="difference", paper=PAPER["usefulness"].to_numpy()))
+           monotone(values["usefulness_matched"], +1, scale="difference", paper=paper_along(paper["usefulness"])))
 display(claims.save(figures_dir))
 
 # %% [markdown]
@@ -171,8 +157,7 @@ display(claims.save(figures_dir))
 
 # %%
 verdicts = {r["id"]: r["verdict"] for r in claims.rows}
-mean = {name: ladder.by_seed(name).mean(axis=1) for name in
-        ("val_ppl", "last_var_train", "causal", "permutation", "usefulness_matched")}
+mean = ladder.means(["val_ppl", "last_var_train", "causal", "permutation", "usefulness_matched"])
 display(Markdown(
     f"Over seeds {paired} of the `{profile}` profile: " + "; ".join(f"**{v}** {k}" for k, v in verdicts.items())
     + ".\n\n" + " ".join(

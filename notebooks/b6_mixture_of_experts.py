@@ -36,6 +36,10 @@ profile = "default"  # smoke | default | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b6_mixture_of_experts
+# the rungs: label -> "experiment/variant" (a third part "/analysis": the folder of its scores); the pairs
+# compared are (Dense-small, MoE-small (shared)) and (Dense, MoE), each judged where both are on the ladder
+ladder = {"Dense-small": "b_moe/dense_small", "MoE-small (shared)": "b_moe/moe_small_shared", "Dense": "b_depth/d16",
+          "MoE": "b_moe/moe"}
 taus = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3]  # thresholds of the usefulness curve
 matched_share = 0.81  # the paper's usefulness of Dense-1B (Table 5): our larger dense model's share at the matched tau
 
@@ -53,19 +57,21 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.ladder import Rung, load_ladder
+from cod.ladder import load_ladder, paper_pair, paper_rows, rungs_from, written
 from cod.verdicts import Claims, compare, usefulness_at_floor
 
-LADDER = [Rung("Dense-small", "b_moe", "dense_small"), Rung("MoE-small (shared)", "b_moe", "moe_small_shared"),
-          Rung("Dense", "b_depth", "d16"), Rung("MoE", "b_moe", "moe")]
 PAIRS = {"small": ("Dense-small", "MoE-small (shared)"), "large": ("Dense", "MoE")}  # (dense, MoE) of equal active size
-# PAPER_NUMBERS.md, B-Table 5: Dense-400M, MoE-2B-A400M, Dense-1B, MoE-7B-A1B
+# PAPER_NUMBERS.md, B-Table 5, by the paper's model; our rung of each
 PAPER = pd.DataFrame({"val_ppl": [17.56, 15.89, 14.52, 13.82], "causal": [0.30, 0.36, 0.31, 0.34],
                       "permutation": [0.54, 0.59, 0.51, 0.61], "usefulness": [0.87, 0.94, 0.81, 0.94]},
-                     index=[rung.label for rung in LADDER])
+                     index=["Dense-400M", "MoE-2B-A400M", "Dense-1B", "MoE-7B-A1B"])
+PAPER_ROW = {"Dense-small": "Dense-400M", "MoE-small (shared)": "MoE-2B-A400M", "Dense": "Dense-1B",
+             "MoE": "MoE-7B-A1B"}
 PAPER_VARIANCE_FACTOR = {"small": 6, "large": 3}  # dense / MoE last-layer variance (section 4.2.2)
-ladder = load_ladder(LADDER, Path(runs_root) / profile, Path(analyses_root) / profile)
-tau = ladder.analyses["Dense", ladder.seeds[0]].usefulness.tau
+ladder = load_ladder(rungs_from(ladder), Path(runs_root) / profile, Path(analyses_root) / profile)
+paper = paper_rows(PAPER, ladder.labels, PAPER_ROW)
+pairs = {pair: rungs for pair, rungs in PAIRS.items() if not ladder.lacks(*rungs)}  # the pairs on this ladder
+tau = ladder.tau
 display(ladder.runs[["rung", "seed", "status", "params", "params_non_embedding", "val_ppl", "last_var_train",
                      "causal", "permutation", "usefulness"]].round(4))
 
@@ -88,17 +94,13 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])
 # %%
 matched = ladder.match_tau("Dense", matched_share)
 print(f"matched tau = {matched:.4g}: our larger dense runs have a useful share of about {matched_share} there")
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
-ladder.runs.to_csv(Path(figures_dir) / "per_run.csv", index=False)
-ladder.layers.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
+ladder.save(figures_dir)
 
 # %% [markdown]
 # ## Fig. 8: the last layer's output variance during training
 
 # %%
-fig = plots.ladder_variance(ladder, "last layer during training (Fig. 8)")
-plots.save(fig, figures_dir, "fig8_variance")
-plt.show()
+plots.show(plots.ladder_variance(ladder, "last layer during training (Fig. 8)"), figures_dir, "fig8_variance")
 
 # %% [markdown]
 # ## Routing: expert load per layer
@@ -109,10 +111,9 @@ plt.show()
 # %%
 def last_load(label: str) -> np.ndarray | None:
     """(L, n) expert shares at the last logged step of each seed, averaged over seeds."""
-    rung = next(r for r in LADDER if r.label == label)
     loads = []
     for seed in ladder.seeds:
-        path = Path(runs_root) / profile / rung.experiment / f"{rung.variant}_s{seed}" / "history.jsonl"
+        path = ladder.rung(label).run(Path(runs_root) / profile, seed) / "history.jsonl"
         rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
         logged = [r["moe_load"] for r in rows if "moe_load" in r]
         if logged:
@@ -120,45 +121,34 @@ def last_load(label: str) -> np.ndarray | None:
     return np.mean(loads, axis=0) if loads else None
 
 
-moe_loads = {label: last_load(label) for label in ("MoE-small (shared)", "MoE")}
-fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
-plots.heatmaps(fig, axes, [load for load in moe_loads.values()], "share of routed tokens", aspect="auto")
-for ax, (label, load) in zip(axes, moe_loads.items()):
+moe_loads = {moe: last_load(moe) for _, moe in pairs.values()}
+fig, axes = plt.subplots(1, len(moe_loads), figsize=(5 * len(moe_loads), 3.4), squeeze=False)
+plots.heatmaps(fig, axes[0], [load for load in moe_loads.values()], "share of routed tokens", aspect="auto")
+for ax, (label, load) in zip(axes[0], moe_loads.items()):
     ax.set(title=label, xlabel="expert", ylabel="layer")
     ax.set_yticks(range(len(load)), range(1, len(load) + 1))
-plots.save(fig, figures_dir, "expert_load")
-plt.show()
+plots.show(fig, figures_dir, "expert_load")
 
 # %% [markdown]
 # ## Table 5: perplexity and the three scores, ours beside the paper's
 
 # %%
-table5 = ladder.table(["params", "params_non_embedding", "val_ppl", "causal", "permutation", "usefulness",
-                       "affine_rise", "usefulness_matched", "last_var_train"], PAPER)
-table5.to_csv(Path(figures_dir) / "table5.csv")
-display(table5)
-
-fig = plots.ladder_scores(ladder, PAPER, matched, rotation=20)
-plots.save(fig, figures_dir, "table5_scores")
-plt.show()
+display(written(ladder.table(["params", "params_non_embedding", "val_ppl", "causal", "permutation", "usefulness",
+                               "affine_rise", "usefulness_matched", "last_var_train"], paper), figures_dir, "table5"))
+plots.show(plots.ladder_scores(ladder, paper, matched, rotation=20), figures_dir, "table5_scores")
 
 # %% [markdown]
 # ## Usefulness against tau (sensitivity)
 
 # %%
-curve = ladder.usefulness_curve(taus)
-curve.to_csv(Path(figures_dir) / "usefulness_vs_tau.csv")
-fig = plots.usefulness_curves(curve, tau, matched)
-plots.save(fig, figures_dir, "usefulness_vs_tau")
-plt.show()
+curve = written(ladder.usefulness_curve(taus), figures_dir, "usefulness_vs_tau")
+plots.show(plots.usefulness_curves(curve, tau, matched), figures_dir, "usefulness_vs_tau")
 
 # %% [markdown]
 # ## Figs. 28-29: the scores layer by layer
 
 # %%
-fig = plots.rung_matrices(ladder, tau)
-plots.save(fig, figures_dir, "fig28_29_score_matrices")
-plt.show()
+plots.show(plots.rung_matrices(ladder, tau), figures_dir, "fig28_29_score_matrices")
 
 # %% [markdown]
 # ## Claims, judged by the rule above
@@ -167,40 +157,39 @@ plt.show()
 paired = ladder.paired_seeds
 claims = Claims("B", profile, paired)
 for pair, (dense, moe) in PAIRS.items():
+    absent = ladder.lacks(dense, moe)  # the pair's claims are judged only where both are on the ladder
+
     def side(name: str) -> tuple[pd.Series, pd.Series]:
         values = ladder.by_seed(name)[paired]
         return values.loc[moe], values.loc[dense]
 
     def quoted(name: str) -> str:
-        return f"{moe} {PAPER.loc[moe, name]} vs {dense} {PAPER.loc[dense, name]}"
+        return f"{moe} {PAPER.loc[PAPER_ROW[moe], name]} vs {dense} {PAPER.loc[PAPER_ROW[dense], name]}"
 
-    def paper(name: str) -> tuple[float, float]:
-        return PAPER.loc[moe, name], PAPER.loc[dense, name]
-
-    largest_rise = {label: ladder.layers[ladder.layers["rung"] == label].groupby("seed")["affine_rise"].max()
-                    for label in (moe, dense)}
     claims.add(f"b6-variance-lower:{pair}", "Fig. 8 / section 4.2.2",
                f"{moe} has a lower last-layer output variance than {dense}",
                f"about {PAPER_VARIANCE_FACTOR[pair]}x lower",
-               compare(*side("last_var_train"), paper=1 / PAPER_VARIANCE_FACTOR[pair]))
+               absent or compare(*side("last_var_train"), paper=1 / PAPER_VARIANCE_FACTOR[pair]))
     claims.add(f"b6-ppl-lower:{pair}", "Table 5", f"{moe} has a lower validation perplexity than {dense}",
-               quoted("val_ppl"), compare(*side("val_ppl"), paper=paper("val_ppl")))
+               quoted("val_ppl"), absent or compare(*side("val_ppl"), paper=paper_pair(paper, "val_ppl", moe, dense)))
     for name in ("causal", "permutation"):
         claims.add(f"b6-{name}-higher:{pair}", "Table 5", f"{moe} has a higher {name} score than {dense}",
-                   quoted(name), compare(*side(name), higher_is_better=True, scale="difference", paper=paper(name)))
+                   quoted(name), absent or compare(*side(name), higher_is_better=True, scale="difference",
+                                                   paper=paper_pair(paper, name, moe, dense)))
     claims.add(f"b6-usefulness-higher:{pair}", "Table 5",
                f"{moe} has a higher usefulness score (tau = {tau:g}) than {dense}", quoted("usefulness"),
-               usefulness_at_floor(largest_rise, tau)
-               or compare(*side("usefulness"), higher_is_better=True, scale="difference", paper=paper("usefulness")))
+               absent or usefulness_at_floor(ladder.largest_rise([moe, dense]), tau)
+               or compare(*side("usefulness"), higher_is_better=True, scale="difference",
+                          paper=paper_pair(paper, "usefulness", moe, dense)))
     claims.add(f"b6-affine-rise-higher:{pair}", "Table 5 (sensitivity: before the threshold)",
                f"(ours) {moe} has a larger mean loss rise under affine replacement than {dense}",
                "implied by the higher usefulness",
-               compare(*side("affine_rise"), higher_is_better=True, scale="difference"))
+               absent or compare(*side("affine_rise"), higher_is_better=True, scale="difference"))
     claims.add(f"b6-usefulness-matched-higher:{pair}", "Table 5 (sensitivity: matched tau)",
                f"(ours) {moe} has a higher usefulness at the matched tau ({matched:.3g}) than {dense}",
                quoted("usefulness"),
-               compare(*side("usefulness_matched"), higher_is_better=True, scale="difference",
-                       paper=paper("usefulness")))
+               absent or compare(*side("usefulness_matched"), higher_is_better=True, scale="difference",
+                                 paper=paper_pair(paper, "usefulness", moe, dense)))
 display(claims.save(figures_dir))
 
 # %% [markdown]
@@ -209,9 +198,8 @@ display(claims.save(figures_dir))
 
 # %%
 verdicts = {r["id"]: r["verdict"] for r in claims.rows}
-mean = {name: ladder.by_seed(name).mean(axis=1) for name in
-        ("val_ppl", "last_var_train", "causal", "permutation", "usefulness_matched")}
-factors = {pair: mean["last_var_train"][dense] / mean["last_var_train"][moe] for pair, (dense, moe) in PAIRS.items()}
+mean = ladder.means(["val_ppl", "last_var_train", "causal", "permutation", "usefulness_matched"])
+factors = {pair: mean["last_var_train"][dense] / mean["last_var_train"][moe] for pair, (dense, moe) in pairs.items()}
 display(Markdown(
     f"Over seeds {paired} of the `{profile}` profile: " + "; ".join(f"**{v}** {k}" for k, v in verdicts.items())
     + ".\n\n" + " ".join(

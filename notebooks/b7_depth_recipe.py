@@ -60,7 +60,7 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.ladder import Rung, load_ladder
+from cod.ladder import Rung, load_ladder, paper_pair, written
 from cod.verdicts import Claims, Verdict, accuracy_at_chance, accuracy_floor, compare, usefulness_at_floor
 
 SHALLOW, NAIVE, FULL = "L=16", "L=32", "+ MoE"
@@ -73,7 +73,7 @@ PAPER = pd.DataFrame({"accuracy": [40.1, 39.5, 40.0, 41.4, 42.1, 44.1],
 ladder = load_ladder(LADDER, Path(runs_root) / profile, Path(analyses_root) / profile)
 accuracy = ladder.mean_accuracy(tasks, metric)
 ladder.runs["accuracy"] = 100 * ladder.runs[accuracy]  # percent, as the paper's
-tau = ladder.analyses[NAIVE, ladder.seeds[0]].usefulness.tau
+tau = ladder.tau
 display(ladder.runs[["rung", "seed", "status", "params", "params_non_embedding", "val_ppl", "accuracy",
                      *[f"{metric}:{task}" for task in tasks], "last_var_train", "usefulness"]].round(4))
 
@@ -107,9 +107,7 @@ print(f"matched tau = {matched:.4g}: our 16-layer runs have a useful share of ab
 items = {task: int(ladder.runs[f"n:{task}"].max()) for task in tasks}
 n_effective = round(len(tasks) ** 2 / sum(1 / n for n in items.values()))
 print(f"items per task: {items}; the mean accuracy counts as {n_effective:.0f} items")
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
-ladder.runs.to_csv(Path(figures_dir) / "per_run.csv", index=False)
-ladder.layers.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
+ladder.save(figures_dir)
 
 # %% [markdown]
 # ## Fig. 1: accuracy and usefulness along the recipe
@@ -138,18 +136,15 @@ axes[1].set_title(f"usefulness at the matched tau = {matched:.3g} (paper: tau = 
 axes[0].set_title(f"mean {metric} of {', '.join(tasks)}")
 for ax in axes[:2]:
     ax.legend(fontsize=7)
-plots.save(fig, figures_dir, "fig1_recipe")
-plt.show()
+plots.show(fig, figures_dir, "fig1_recipe")
 
 # %% [markdown]
 # ## The recipe's table: every rung beside the paper's
 
 # %%
-table = ladder.table(["params", "params_non_embedding", "val_ppl", "accuracy", *[f"{metric}:{t}" for t in tasks],
-                      "usefulness", "usefulness_matched", "affine_rise", "causal", "permutation", "last_var_train"],
-                     PAPER)
-table.to_csv(Path(figures_dir) / "table_fig1.csv")
-display(table)
+display(written(ladder.table(["params", "params_non_embedding", "val_ppl", "accuracy",
+                               *[f"{metric}:{t}" for t in tasks], "usefulness", "usefulness_matched", "affine_rise",
+                               "causal", "permutation", "last_var_train"], PAPER), figures_dir, "table_fig1"))
 
 # %% [markdown]
 # ## The last layer's output variance during training
@@ -157,23 +152,15 @@ display(table)
 # residual variance; this shows whether the recipe's rungs do so here.
 
 # %%
-fig = plots.ladder_variance(ladder, "last layer during training")
-plots.save(fig, figures_dir, "last_layer_variance")
-plt.show()
+plots.show(plots.ladder_variance(ladder, "last layer during training"), figures_dir, "last_layer_variance")
 
 # %% [markdown]
 # ## Usefulness against tau (sensitivity), and the scores layer by layer
 
 # %%
-curve = ladder.usefulness_curve(taus)
-curve.to_csv(Path(figures_dir) / "usefulness_vs_tau.csv")
-fig = plots.usefulness_curves(curve, tau, matched)
-plots.save(fig, figures_dir, "usefulness_vs_tau")
-plt.show()
-
-fig = plots.rung_matrices(ladder, tau)
-plots.save(fig, figures_dir, "score_matrices")
-plt.show()
+curve = written(ladder.usefulness_curve(taus), figures_dir, "usefulness_vs_tau")
+plots.show(plots.usefulness_curves(curve, tau, matched), figures_dir, "usefulness_vs_tau")
+plots.show(plots.rung_matrices(ladder, tau), figures_dir, "score_matrices")
 
 # %% [markdown]
 # ## Claims, judged by the rule above
@@ -192,35 +179,33 @@ def judged(first: str, second: str, column: str, higher: bool, scale: str, paper
         if at_chance:
             return at_chance
     if column == "usefulness":
-        largest = {rung: ladder.layers[ladder.layers["rung"] == rung].groupby("seed")["affine_rise"].max()
-                   for rung in (first, second)}
-        at_floor = usefulness_at_floor(largest, tau)
+        at_floor = usefulness_at_floor(ladder.largest_rise([first, second]), tau)
         if at_floor:
             return at_floor
     floor = accuracy_floor(values.loc[first], values.loc[second], n_effective) if column == "accuracy" else 0.0
-    given = None if paper is None else PAPER.loc[[first, second], paper]
     return compare(values.loc[first], values.loc[second], higher_is_better=higher, floor=floor, scale=scale,
-                   paper=None if given is None or given.isna().any() else tuple(given))
+                   paper=None if paper is None else paper_pair(PAPER, paper, first, second))
 
 
-def paper_pair(first: str, second: str, column: str) -> str:
+def quoted_pair(first: str, second: str, column: str) -> str:
     return f"{first} {PAPER.loc[first, column]:g} vs {second} {PAPER.loc[second, column]:g}"
 
 
 claims.add("b7-naive-deep-accuracy-lower", "Fig. 1 / section 5",
            f"the naive {NAIVE} model has a lower accuracy than the {SHALLOW} one",
-           paper_pair(NAIVE, SHALLOW, "accuracy"), judged(SHALLOW, NAIVE, "accuracy", True, "difference", "accuracy"))
+           quoted_pair(NAIVE, SHALLOW, "accuracy"), judged(SHALLOW, NAIVE, "accuracy", True, "difference", "accuracy"))
 for column, label in (("usefulness", f"tau = {tau:g}"), ("usefulness_matched", f"matched tau {matched:.3g}")):
     claims.add(f"b7-naive-deep-{column.replace('_', '-')}-lower", "Fig. 1 / section 5" + (
         " (sensitivity: matched tau)" if column != "usefulness" else ""),
         ("(ours) " if column != "usefulness" else "")
         + f"the naive {NAIVE} model has a lower usefulness ({label}) than the {SHALLOW} one",
-        paper_pair(NAIVE, SHALLOW, "usefulness"), judged(SHALLOW, NAIVE, column, True, "difference", "usefulness"))
+        quoted_pair(NAIVE, SHALLOW, "usefulness"), judged(SHALLOW, NAIVE, column, True, "difference", "usefulness"))
 steps = list(zip(ladder.labels[1:-1], ladder.labels[2:]))  # (before, after) of each sparsity step
 for before, after in steps:
     claims.add(f"b7-step-accuracy:{after.strip('+ ').replace(' ', '-')}", "Fig. 1 / section 5",
                f"adding {after.strip('+ ')} raises the accuracy ({before} -> {after})",
-               paper_pair(after, before, "accuracy"), judged(after, before, "accuracy", True, "difference", "accuracy"))
+               quoted_pair(after, before, "accuracy"),
+               judged(after, before, "accuracy", True, "difference", "accuracy"))
 for column, label in (("accuracy", "accuracy"), ("usefulness_matched", "usefulness at the matched tau")):
     paper_column = "accuracy" if column == "accuracy" else "usefulness"
     for reference in (NAIVE, SHALLOW):
@@ -228,7 +213,7 @@ for column, label in (("accuracy", "accuracy"), ("usefulness_matched", "usefulne
             " (sensitivity: matched tau)" if column != "accuracy" else ""),
             ("(ours) " if column != "accuracy" else "")
             + f"the full recipe ({FULL}) has a higher {label} than the {reference} model",
-            paper_pair(FULL, reference, paper_column),
+            quoted_pair(FULL, reference, paper_column),
             judged(FULL, reference, column, True, "difference", paper_column))
 claims.add("b7-naive-deep-ppl-higher", "Fig. 1 / section 5 (perplexity; added after a first look)",
            f"(ours) the naive {NAIVE} model has a higher validation perplexity than the {SHALLOW} one",
@@ -247,8 +232,7 @@ display(claims.save(figures_dir))
 
 # %%
 verdicts = {r["id"]: r["verdict"] for r in claims.rows}
-mean = {name: ladder.by_seed(name).mean(axis=1) for name in
-        ("accuracy", "val_ppl", "usefulness_matched", "last_var_train")}
+mean = ladder.means(["accuracy", "val_ppl", "usefulness_matched", "last_var_train"])
 display(Markdown(
     f"Over seeds {paired} of the `{profile}` profile: " + "; ".join(f"**{v}** {k}" for k, v in verdicts.items())
     + ".\n\n" + " ".join(

@@ -3,16 +3,18 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from cod.analysis import save_layers
-from cod.config import ModelConfig, run_config
+from cod.config import ConfigError, ModelConfig, run_config
 from cod.flops import flops_per_token
-from cod.ladder import Rung, load_ladder
+from cod.ladder import Rung, load_ladder, paper_along, paper_pair, paper_rows, rungs_from
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
 from cod.params import load_params, resolve_runs, steps_at_equal_flops
+from cod.verdicts import Claims, monotone
 
 
 def write_run(root, experiment, name, status="completed", val_ppl=100.0, layers=3):
@@ -88,6 +90,77 @@ def test_a_ladder_names_a_missing_rung(tmp_path):
         load_ladder([Rung("Z", "exp", "zz")], tmp_path / "runs", tmp_path / "analyses")
     with pytest.raises(ValueError, match="distinct"):
         load_ladder([Rung("A", "exp", "a"), Rung("A", "exp", "a")], tmp_path / "runs", tmp_path / "analyses")
+
+
+def test_a_ladder_parameter_gives_its_rungs_in_order():
+    rungs = rungs_from({"MHA": "b_depth/d16", "MQA": "b_gqa/kv1/b_gqa_scores"})
+    assert rungs == [Rung("MHA", "b_depth", "d16"), Rung("MQA", "b_gqa", "kv1", analysis="b_gqa_scores")]
+    assert rungs[1].scores("analyses/default", 2).as_posix() == "analyses/default/b_gqa_scores/kv1_s2"
+    assert rungs[0].scores("analyses/default", 0).as_posix() == "analyses/default/b_depth/d16_s0"
+
+
+@pytest.mark.parametrize("runs", ["b_depth", "b_depth/d16/x/y", "b_depth//x", "/d16", 16, None])
+def test_a_malformed_rung_is_refused_in_one_line(runs):
+    with pytest.raises(ConfigError) as error:
+        rungs_from({"MHA": "b_depth/d16", "bad": runs})
+    message = str(error.value)
+    assert message == (f"ladder: 'bad': {runs!r} is not allowed; "
+                       "expected 'experiment/variant' or 'experiment/variant/analysis'")
+    with pytest.raises(ConfigError, match="^ladder is empty; expected"):
+        rungs_from({})
+
+
+def test_rungs_without_runs_stop_the_ladder_before_anything_is_read(tmp_path):
+    write_run(tmp_path, "exp", "a_s0")
+    write_run(tmp_path, "exp", "ab_s0")  # a variant whose name starts with another's is not that variant
+    rungs = [Rung("A", "exp", "a"), Rung("B", "exp", "b"), Rung("C", "exp", "c"), Rung("D", "other", "d")]
+    with pytest.raises(FileNotFoundError) as error:
+        load_ladder(rungs, tmp_path / "runs", tmp_path / "analyses")
+    message = str(error.value)
+    assert "\n" not in message
+    assert message == (f"{tmp_path / 'runs' / 'exp'} holds no run of variant 'b' (rung 'B'), 'c' (rung 'C'): "
+                       "train it with `python -m cod.experiments train exp --profile runs`; "
+                       f"{tmp_path / 'runs' / 'other'} holds no run of variant 'd' (rung 'D'): "
+                       "train it with `python -m cod.experiments train other --profile runs`")
+
+
+def test_a_rungs_third_part_names_the_folder_of_its_scores(tmp_path, analysis):
+    write_run(tmp_path, "exp", "a_s0")
+    save_layers(analysis, tmp_path / "analyses" / "elsewhere" / "a_s0")
+    ladder = load_ladder(rungs_from({"A": "exp/a/elsewhere"}), tmp_path / "runs", tmp_path / "analyses")
+    assert set(ladder.analyses) == {("A", 0)} and ladder.tau == analysis.usefulness.tau
+
+
+def test_a_subset_ladder_meets_only_its_own_rows_of_the_papers_table(tmp_path, analysis, capsys):
+    paper = pd.DataFrame({"val_ppl": [14.52, 14.50, 14.47]}, index=["G=1", "G=4", "G=16"])
+    labels = ["MQA", "MHA", "ours only"]  # a subset, in another order, with a rung the paper lacks
+    rows = paper_rows(paper, labels, {"MHA": "G=1", "MQA": "G=16"})
+    assert list(rows.index) == labels
+    assert rows.loc["MQA", "val_ppl"] == 14.47 and rows.loc["MHA", "val_ppl"] == 14.52
+    assert np.isnan(rows.loc["ours only", "val_ppl"])  # never another row's value
+    assert paper_along(rows["val_ppl"]) is None  # no slope of the paper's along our rungs
+    assert paper_along(rows["val_ppl"].iloc[:2]).tolist() == [14.47, 14.52]
+    assert paper_pair(rows, "val_ppl", "MHA", "MQA") == (14.52, 14.47)
+    assert paper_pair(rows, "val_ppl", "MHA", "ours only") is None and paper_pair(rows, "causal", "MHA", "MQA") is None
+    same = paper_rows(paper, ["G=16", "G=2"])  # labels that are the paper's settings
+    assert same.loc["G=16", "val_ppl"] == 14.47 and np.isnan(same.loc["G=2", "val_ppl"])
+
+    for name in ("a_s0", "a_s1", "b_s0", "b_s1"):
+        write_run(tmp_path, "exp", name, val_ppl=100.0 if name.startswith("a") else 90.0)
+        save_layers(analysis, tmp_path / "analyses" / "exp" / name)
+    ladder = load_ladder(rungs_from({"MHA": "exp/a", "MQA": "exp/b"}), tmp_path / "runs", tmp_path / "analyses")
+    table = ladder.table(["val_ppl"], paper_rows(paper, ladder.labels, {"MHA": "G=1"}))
+    assert table["val_ppl paper"].iloc[0] == 14.52 and np.isnan(table["val_ppl paper"].iloc[1])
+    assert ladder.lacks("MHA", "MQA") is None
+    assert ladder.lacks("MHA", "GQA") == "no rung 'GQA' on this ladder"
+    claims = Claims("B", "default", ladder.paired_seeds)
+    claims.add("b5-ppl-falls-with-sharing", "Table 4", "falls", "", monotone(ladder.by_seed("val_ppl"), -1))
+    claims.add("b5-mqa-half-variance", "Fig. 7", "half", "", ladder.lacks("GQA") or monotone(None, -1))
+    shown = claims.save(tmp_path / "figures")
+    assert shown["id"].tolist() == ["b5-ppl-falls-with-sharing"]
+    saved = json.loads((tmp_path / "figures" / "claims.json").read_text())
+    assert [claim["id"] for claim in saved] == ["b5-ppl-falls-with-sharing"]
+    assert capsys.readouterr().out == "not judged: b5-mqa-half-variance (no rung 'GQA' on this ladder)\n"
 
 
 def test_equal_flops_buys_the_cheaper_shape_more_steps():

@@ -364,7 +364,7 @@ def test_claims_save_writes_a_ledger_that_save_claims_accepts(tmp_path, register
     unrun = Claims("A", "headline")  # a profile that trains only some of the paper's settings
     v = unrun.add("x-win", "Table 1", "a beats b", "", compare(seeds(1.0, 1.1), pd.Series(dtype=float)))
     assert v.verdict == NOT_RUN and v.why == "no runs at the headline profile"
-    assert unrun.rows == [] and unrun.not_run == ["x-win"]
+    assert unrun.rows == [] and unrun.skipped == {"x-win": "no runs at the headline profile"}
 
     bad = Claims("A", "default")
     bad.add("x-bad", "Table 1", "a beats b", "1 vs 2", Verdict("probably", "a hunch"))
