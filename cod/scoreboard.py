@@ -194,9 +194,9 @@ def update_readme(readme: str | Path, block: str, markers: tuple[str, str] = (RE
     return True
 
 
-def readme_block(readme: str | Path) -> str | None:
-    """The text currently between the markers of `readme` (None without them)."""
-    text = Path(readme).read_text()
-    if README_START not in text or README_END not in text:
+def readme_block(readme: str | Path, markers: tuple[str, str] = (README_START, README_END)) -> str | None:
+    """The text currently between the `markers` of `readme` (the claims summary's by default; None without them)."""
+    text, (start, end) = Path(readme).read_text(), markers
+    if start not in text or end not in text:
         return None
-    return text.split(README_START, 1)[1].split(README_END, 1)[0].strip()
+    return text.split(start, 1)[1].split(end, 1)[0].strip()

@@ -62,6 +62,14 @@ def test_the_readme_shows_the_generated_summary():
     assert scoreboard.readme_block(ROOT / "README.md") == summary.read_text().strip()
 
 
+def test_the_readme_leads_its_results_with_the_generated_headline_table():
+    table = ROOT / "figures" / "headline" / "claims" / "headline.md"
+    readme = (ROOT / "README.md").read_text()
+    assert scoreboard.readme_block(ROOT / "README.md", scoreboard.HEADLINE_MARKERS) == table.read_text().strip()
+    results = readme.split("## Results so far", 1)[1]
+    assert results.index(scoreboard.HEADLINE_MARKERS[0]) < results.index(scoreboard.README_START)
+
+
 def test_findings_list_each_notebooks_decisive_claims_with_their_effect():
     table = pd.DataFrame([
         {"notebook": "a10_x", "id": "a10-1", "source": "paper", "verdict": "inconclusive", "effect": None},
