@@ -1,9 +1,19 @@
 """cod: the curse of depth, reproduced (README.md).
 
 `ROOT` is the repository: params.yaml, dvc.yaml, the results (runs/, analyses/, figures/) and
-the caches (.cache/) are found from it, wherever the command runs; modules import it from here.
+the caches (.cache/) are found from it, wherever the command runs; modules import it from here,
+and `load_yaml`, which reads params.yaml, dvc.yaml and the registry.
 """
 
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser, when PyYAML has it: 7x faster
+
+
+def load_yaml(path: str | Path) -> Any:
+    """The YAML file at `path`, parsed as `yaml.safe_load` would."""
+    return yaml.load(Path(path).read_text(), Loader=YAML_LOADER)

@@ -8,8 +8,10 @@
     python -m cod.experiments train a_130m --new            # only runs with no result (not those whose weights are gone)
     python -m cod.experiments prepare                       # token arrays the profile needs
 
-Each run is a separate `python -m cod.run` process with one thread: on a CPU two
-single-threaded runs side by side train about twice as fast as one run on two threads.
+Each run is a separate process with one thread: on a CPU two single-threaded runs side by side
+train about twice as fast as one run on two threads. On the CPU each is forked from a server that
+imported torch and `cod.run` once (`FORKS`), which saves seconds of start-up a run; on GPUs each is
+`python -m cod.run`, or torchrun.
 Where GPUs are visible (those of CUDA_VISIBLE_DEVICES when it is set), every run gets GPUs of
 its own: `gpus_per_run` of them (the profile's, default 1), through CUDA_VISIBLE_DEVICES, and a
 run on more than one is launched with torchrun (DDP or FSDP, `train.parallel`). Runs never share
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import queue
 import subprocess
@@ -32,6 +35,7 @@ from typing import Any
 
 import torch
 
+import cod.run
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
 from cod.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
 from cod.plan import PLAN_MARKERS, plan, readme_block
@@ -77,6 +81,18 @@ def visible_gpus() -> list[str]:
     ids = visible.split(",") if visible is not None else map(str, range(count))
     return [i.strip() for i in ids][:count]
 
+FORKS = multiprocessing.get_context("forkserver")  # CPU runs: forked from one process that imported cod.run
+FORKS.set_forkserver_preload(["cod.run"])
+
+
+def train_on_cpu(arguments: list[str]) -> int:
+    """`python -m cod.run ARGUMENTS` from the repository, in a process forked from `FORKS`' server;
+    its exit status (negative: killed by that signal)."""
+    process = FORKS.Process(target=cod.run.forked, args=(arguments, str(ROOT)))
+    process.start()
+    process.join()
+    return process.exitcode
+
 
 class GPUs:
     """The visible GPUs, lent to runs `per_run` at a time so that runs side by side never share
@@ -99,7 +115,7 @@ class GPUs:
     def train(self, run: Run) -> int:
         """Train `run` in its own process, on `per_run` free GPUs when there are GPUs; its exit code."""
         if not self.ids:
-            return subprocess.run([*run.command(), "--force"], cwd=ROOT).returncode
+            return train_on_cpu([*run.arguments(), "--force"])
         ids = [self.free.get() for _ in range(self.per_run)]
         try:
             env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(ids)}

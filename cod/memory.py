@@ -17,6 +17,9 @@ GPU the grouped dispatch (`cod.model.MoE`) also stacks the experts' weights in b
 layer being run (6 n F D bytes: 0.8 GB a layer of the 7.9B MoE, one layer at a time under
 recomputation), which is not counted.
 
+The CLI and the sizing test trace each run at two shallow depths and extend the line
+(`extrapolated_peak`): a peak is linear in depth, which the test checks at a third depth.
+
 FSDP is estimated, not traced (`sharded_peak`): the paper's two large MoE models (6-8B
 parameters in all) do not fit one GPU unsharded, and the CLI prints, for a run that does not
 fit, its estimated peak when `train.parallel: fsdp` shards it over `SHARDS` GPUs. A run whose
@@ -32,6 +35,7 @@ import sys
 import types
 import weakref
 from contextlib import contextmanager, nullcontext
+from fractions import Fraction
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -115,15 +119,46 @@ def training_peak(cfg: RunConfig, world_size: int = 1) -> int:
     return live.peak
 
 
+def depth_period(cfg: RunConfig) -> int:
+    """The fewest blocks after which the run's stack repeats: 1, or for Mix-LN the denominator of
+    its Post-LN share (floor(fraction x L) of the L blocks, linear in L at multiples of it)."""
+    if cfg.model.norm != Norm.MIX_LN:
+        return 1
+    return Fraction(cfg.model.mix_ln_fraction).limit_denominator(64).denominator
+
+
+def at_depth(cfg: RunConfig, n_layers: int) -> RunConfig:
+    return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, n_layers=n_layers))
+
+
+def extrapolated_peak(cfg: RunConfig, world_size: int = 1, check: bool = False) -> int:
+    """`training_peak` traced at depths p and 2p (p = `depth_period`) and carried along the line
+    through them to the run's depth: every p blocks add the same weights, gradients, AdamW state
+    and saved activations to the step's peak. A fraction of a whole trace's time (fake tensors
+    cost time per op, and the ops grow with depth).
+    With `check`, also traced at 3p, and a peak off the line raises. A run of at most 3p blocks,
+    or whose depth is no multiple of p, is traced whole."""
+    period, depth = depth_period(cfg), cfg.model.n_layers
+    if depth <= 3 * period or depth % period:
+        return training_peak(cfg, world_size)
+    one, two = (training_peak(at_depth(cfg, k * period), world_size) for k in (1, 2))
+    if check:
+        three = training_peak(at_depth(cfg, 3 * period), world_size)
+        if three - two != two - one:
+            raise RuntimeError(f"the peak is not linear in depth ({one}, {two}, {three} bytes at {period}, "
+                               f"{2 * period}, {3 * period} blocks): trace the run whole with training_peak")
+    return one + (two - one) * (depth - period) // period
+
+
 def sharded_peak(cfg: RunConfig, world_size: int = SHARDS) -> int:
     """Estimated peak bytes on one of `world_size` processes of FSDP, which shards each block
-    (cod.train): `training_peak` of that process's batch, less the share of the fp32 weights,
+    (cod.train): `extrapolated_peak` of that process's batch, less the share of the fp32 weights,
     gradients and AdamW moments (16 bytes a parameter) held by the other processes, plus the
     largest block's weights and gradients gathered whole."""
     with FakeTensorMode():
         model = _model(cfg)
         n, block = model.num_params(), max(sum(p.numel() for p in b.parameters()) for b in model.blocks)
-    return training_peak(cfg, world_size) - 16 * n * (world_size - 1) // world_size + 8 * block
+    return extrapolated_peak(cfg, world_size) - 16 * n * (world_size - 1) // world_size + 8 * block
 
 
 def _model(cfg: RunConfig) -> Transformer:
@@ -196,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     for label, cfg in distinct_shapes(params).items():
         traced = fits(state_bytes(cfg))  # else the states alone exceed the GPU: not worth tracing
-        peak = training_peak(cfg) if traced else state_bytes(cfg)
+        peak = extrapolated_peak(cfg) if traced else state_bytes(cfg)
         sharded = None if fits(peak) else sharded_peak(cfg)
         ok &= fits(peak) or fits(sharded)
         shown = f"{peak / 1e9:.1f}" if traced else f">{peak / 1e9:.1f}"

@@ -28,9 +28,11 @@ into the committed figures):
     papermill notebooks/executed/default/a4_variance_dynamics.ipynb /tmp/a4.ipynb \\
         -y "steps_to_show: [0.5, 1.0]" -p figures_dir /tmp/a4_figures
 
-`--all` is what `make notebooks` runs: `dvc repro --force --single-item` on every notebook stage,
-so dvc.lock records what was regenerated while no training or analysis stage runs (they
-need weights, which a fresh clone lacks; notebooks read only committed small files).
+`--all` is what `make notebooks` runs: every notebook stage's command, `--jobs` at a time (a stage
+that reads another's outputs, as the claims notebooks do, after it), then `dvc commit` of them all,
+so dvc.lock records what was regenerated, as `dvc repro --force --single-item` would one at a time,
+while no training or analysis stage runs (they need weights, which a fresh clone lacks; notebooks
+read only committed small files).
 """
 
 from __future__ import annotations
@@ -44,16 +46,17 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import nbformat
-import yaml
 
-from cod import ROOT
+from cod import ROOT, load_yaml
 from cod.config import ConfigError, parse_override
 from cod.png import compact_png
 
@@ -100,7 +103,7 @@ def declared_parameters(notebook) -> dict[str, Any]:
 
 def load_params() -> dict[str, Any]:
     """params.yaml of the repository."""
-    return yaml.safe_load((ROOT / "params.yaml").read_text())
+    return load_yaml(ROOT / "params.yaml")
 
 
 def notebook_entry(name: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -361,15 +364,76 @@ def render_all_html(folder: Path | None = None) -> list[Path]:
 
 def notebook_stages(dvc_file: Path = ROOT / "dvc.yaml") -> list[str]:
     """Names of the DVC stages that execute a notebook."""
-    stages = yaml.safe_load(dvc_file.read_text())["stages"]
+    stages = load_yaml(dvc_file)["stages"]
     return [name for name, stage in stages.items() if "cod.notebook" in str(stage.get("cmd", ""))]
 
 
-def regenerate_all() -> None:
-    """Re-execute every notebook stage through DVC, and none of the stages they would need weights for."""
-    stages = notebook_stages()
-    print(f"[notebooks] regenerating {len(stages)} notebooks: {', '.join(stages)}", flush=True)
-    subprocess.run([sys.executable, "-m", "dvc", "repro", "--force", "--single-item", *stages], cwd=ROOT, check=True)
+def resolved_stages(dvc_file: Path = ROOT / "dvc.yaml") -> dict[str, dict[str, Any]]:
+    """Each notebook stage's command, deps and outs (paths), with DVC's `${name}` replaced by the
+    value of params.yaml's top-level `name` (the only variables notebook stages use)."""
+    params = load_params()
+
+    def resolve(text: str) -> str:
+        return re.sub(r"\$\{(\w+)\}", lambda match: str(params[match.group(1)]), text)
+
+    stages = load_yaml(dvc_file)["stages"]
+    return {name: {"cmd": resolve(stages[name]["cmd"]), "deps": [resolve(d) for d in stages[name].get("deps", [])],
+                   "outs": [resolve(next(iter(o)) if isinstance(o, dict) else o) for o in stages[name].get("outs", [])]}
+            for name in notebook_stages(dvc_file)}
+
+
+def waves(outputs: dict[str, list[str]], inputs: dict[str, list[str]]) -> list[list[str]]:
+    """The stages in waves: each stage after every stage one of whose `outputs` (paths) holds one of
+    its `inputs`; a stage waits for none of its own."""
+    def inside(path: str, folder: str) -> bool:
+        return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+    after = {name: {other for other, outs in outputs.items() if other != name
+                    and any(inside(dep, out) for dep in inputs[name] for out in outs)} for name in outputs}
+    done, order = set(), []
+    while len(done) < len(after):
+        ready = [name for name, needs in after.items() if name not in done and needs <= done]
+        if not ready:
+            raise ConfigError(f"notebook stages read each other's outputs in a circle: {sorted(set(after) - done)}")
+        order.append(ready)
+        done.update(ready)
+    return order
+
+
+def execute_stage(command: str) -> tuple[int, str, float]:
+    """A stage's shell command run from the repository with this interpreter first on PATH: its exit
+    status, its output and its seconds."""
+    started = time.time()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(command, shell=True, cwd=ROOT, env=env, capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr, time.time() - started
+
+
+def regenerate_all(jobs: int = 2) -> None:
+    """Re-execute every notebook stage, `jobs` at a time in dependency waves, and record them in
+    dvc.lock; none of the stages they would need weights for runs."""
+    stages = resolved_stages()
+    order = waves({name: stage["outs"] for name, stage in stages.items()},
+                  {name: stage["deps"] for name, stage in stages.items()})
+    print(f"[notebooks] regenerating {len(stages)} notebooks, {jobs} at a time: {', '.join(stages)}", flush=True)
+    executed, failed = [], []
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for wave in order:
+            if failed:  # a later wave reads what failed
+                break
+            for name, (code, output, seconds) in zip(wave, pool.map(execute_stage, [stages[n]["cmd"] for n in wave])):
+                print(f"[notebooks] {name}: {'done' if code == 0 else f'failed (exit {code})'} in {seconds:.0f} s",
+                      flush=True)
+                if code == 0:
+                    executed.append(name)
+                else:
+                    print("\n".join(output.splitlines()[-60:]), file=sys.stderr, flush=True)
+                    failed.append(name)
+    if executed:  # `dvc commit` without targets would commit every stage
+        subprocess.run([sys.executable, "-m", "dvc", "commit", "--force", *executed], cwd=ROOT, check=True)
+    if failed:
+        raise SystemExit(f"[notebooks] failed: {', '.join(failed)} (output above); the {len(executed)} others are "
+                         "recorded in dvc.lock")
 
 
 class _LineHandler(logging.StreamHandler):
@@ -391,7 +455,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cod.notebook", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", nargs="?", help="notebook name, e.g. a4_variance_dynamics")
-    parser.add_argument("--all", action="store_true", help="every notebook stage, through `dvc repro`")
+    parser.add_argument("--all", action="store_true",
+                        help="every notebook stage, recorded in dvc.lock (what `make notebooks` runs)")
+    parser.add_argument("--jobs", type=int, default=2, help="--all: notebooks executed side by side (default 2)")
     parser.add_argument("--html", action="store_true",
                         help="render an HTML copy of every executed notebook (ignored by git), executing nothing")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
@@ -400,7 +466,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the executed notebook goes (its figures then go to OUTPUT_figures/)")
     args = parser.parse_args(argv)
     if args.all:
-        regenerate_all()
+        if args.jobs < 1:
+            parser.error(f"--jobs {args.jobs}: allowed: a positive integer")
+        regenerate_all(args.jobs)
         return 0
     if args.html:
         render_all_html()

@@ -33,9 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from cod import ROOT
+from cod import ROOT, load_yaml
 from cod.config import ConfigError, RunConfig, apply_overrides, run_config
 from cod.fingerprint import is_complete
 from cod.flops import flops_per_token
@@ -94,12 +92,16 @@ class Run:
             return "to train"
         return "done" if (self.weights / "model.pt").exists() else "result only"
 
+    def arguments(self) -> list[str]:
+        """The arguments of `python -m cod.run` that train this run."""
+        settings = [f"{k}={json.dumps(v)}" for k, v in self.overrides.items()]
+        return ["--out", str(self.out), "--weights", str(self.weights), "--name", f"{self.experiment}/{self.name}",
+                *settings]
+
     def command(self, gpus: int = 1) -> list[str]:
         """The training command; on more than one GPU through torchrun (one process per GPU)."""
-        settings = [f"{k}={json.dumps(v)}" for k, v in self.overrides.items()]
         torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(gpus)] if gpus > 1 else []
-        return [sys.executable, *torchrun, "-m", "cod.run", "--out", str(self.out), "--weights", str(self.weights),
-                "--name", f"{self.experiment}/{self.name}", *settings]
+        return [sys.executable, *torchrun, "-m", "cod.run", *self.arguments()]
 
 
 def pick(runs: list[Run], wanted: list[str], name_of, option: str, what: str) -> list[Run]:
@@ -113,7 +115,7 @@ def pick(runs: list[Run], wanted: list[str], name_of, option: str, what: str) ->
 
 
 def load_params(path: Path = ROOT / "params.yaml") -> dict[str, Any]:
-    params = yaml.safe_load(Path(path).read_text())
+    params = load_yaml(path)
     if params.get("profile") not in PROFILES:
         raise ConfigError(f"profile={params.get('profile')!r} is not allowed; allowed: {', '.join(PROFILES)}")
     return params

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
+from cod import load_yaml
 
 DEFAULT_PATH = Path(__file__).with_name("registry.yaml")
 PAPERS = ("A", "B")
@@ -129,7 +129,7 @@ def parse_claim(id_: str, entry: Any) -> ClaimEntry:
 
 
 def _read(path: Path) -> Mapping[str, Any]:
-    document = yaml.safe_load(Path(path).read_text())
+    document = load_yaml(path)
     _check_keys(str(path), document, ("claims", "definitions"), ("claims", "definitions"))
     return document
 

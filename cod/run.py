@@ -16,6 +16,7 @@ import ast
 import dataclasses
 import inspect
 import io
+import os
 import shlex
 import sys
 import tokenize
@@ -98,6 +99,13 @@ def run(args: argparse.Namespace) -> int:
         trainer.fit()
     trainer.dist.close()
     return 0
+
+
+def forked(argv: list[str], cwd: str) -> None:
+    """`main(argv)` from `cwd` as the body of a forked process (`cod.experiments` on the CPU): its
+    return value becomes the process's exit status."""
+    os.chdir(cwd)
+    sys.exit(main(argv))
 
 
 if __name__ == "__main__":

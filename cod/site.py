@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
+from cod import load_yaml
 from cod.notebook import EXECUTED, ROOT, render_html
 from cod.registry import headline_claims, load_registry
 from cod.scoreboard import COLUMNS, VERDICT_ORDER, collect, headline_pairs, paper_value
@@ -102,7 +102,7 @@ def claims(profile: str, figures_root: Path = FIGURES) -> pd.DataFrame:
 
 def headline_profile(params: Path = ROOT / "params.yaml") -> str:
     """params.yaml's `headline_profile`."""
-    return yaml.safe_load(params.read_text())["headline_profile"]
+    return load_yaml(params)["headline_profile"]
 
 
 def figures_of(item: str, names: list[str]) -> list[str]:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from cod import ROOT
+from cod import ROOT, load_yaml
 from cod.curves import FINALS, FOLDER
 from cod.params import SECTIONS, load_params
 from cod.scoreboard import update_readme
@@ -103,7 +103,7 @@ def notebook_deps(name: str) -> list[str]:
 
 def notebook_stages(dvc_file: Path = ROOT / "dvc.yaml") -> dict[str, dict]:
     """The stages of dvc.yaml that execute a notebook, by name."""
-    stages = yaml.safe_load(dvc_file.read_text())["stages"]
+    stages = load_yaml(dvc_file)["stages"]
     return {name: stage for name, stage in stages.items() if "cod.notebook" in str(stage.get("cmd", ""))}
 
 

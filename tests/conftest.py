@@ -1,9 +1,14 @@
 """Shared fixtures: a tiny token dataset so training tests need no corpus."""
 
 import json
+import os
 
 import numpy as np
 import pytest
+import torch
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test`: a worker a core, so one thread each
+    torch.set_num_threads(1)
 
 VOCAB = 300
 
@@ -44,10 +49,12 @@ SLOW = (
     "test_data.py::test_snapshot_cli_pins_verifies_and_names_a_changed_source",
     "test_dvc_stages.py::test_dvc_shows_both_profiles_finals_the_claims_summary_and_a_curve",
     "test_dvc_stages.py::test_the_readme_graph_is_dvcs_graph_now",
+    "test_experiments.py::test_a_forked_cpu_run_trains_from_the_repository_and_returns_its_status",
     "test_experiments.py::test_default_profile_meets_the_miniatures_criterion",
     "test_experiments.py::test_plan_prints_every_experiment_and_the_totals",
     "test_experiments.py::test_the_readme_plan_table_counts_each_profiles_runs_and_measured_hours",
     "test_fingerprint.py::test_committed_runs_are_complete_under_the_current_code",
+    "test_gpu_path.py::test_a_peak_carried_along_depth_is_the_traced_peak",
     "test_gpu_path.py::test_compiled_model_trains_like_eager",
     "test_gpu_path.py::test_compiled_model_under_fsdp_trains_like_one_eager_process",
     "test_gpu_path.py::test_fsdp_with_two_processes_matches_one_process_and_resumes",
@@ -70,8 +77,15 @@ SLOW = (
 )
 
 
+LONGEST_FIRST = ("test_pipeline.py", "test_gpu_path.py", "test_pretrained.py")  # the files that take longest
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark
 def pytest_collection_modifyitems(config, items):
+    """Mark the tests of SLOW; put the longest files first, so that with one worker a core (`make
+    test`) the longest starts at once and the others fill the other workers meanwhile."""
     for item in items:
         if f"{item.path.name}::{item.originalname}" in SLOW:
             item.add_marker(pytest.mark.slow)
+    order = {name: rank for rank, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: order.get(item.path.name, len(order)))

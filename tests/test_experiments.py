@@ -284,14 +284,20 @@ def gpu_experiment(tmp_path, monkeypatch, gpus: int, **profile) -> dict:
 
 
 def record_runs(monkeypatch) -> list[tuple[list[str], dict | None]]:
-    """(command, environment) of every training process started, which all succeed."""
+    """(command, environment) of every training process started, which all succeed: on GPUs a
+    `python -m cod.run` or torchrun command; on the CPU the arguments of `cod.run` forked."""
     started = []
 
     def run(command, cwd, env=None):
         started.append((command, env))
         return subprocess.CompletedProcess(command, 0)
 
+    def forked(arguments):
+        started.append((arguments, None))
+        return 0
+
     monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(experiments, "train_on_cpu", forked)
     return started
 
 
@@ -340,11 +346,19 @@ def test_without_gpus_runs_train_as_before(tmp_path, monkeypatch):
     started = record_runs(monkeypatch)
     experiments.train("demo", params)
     runs = {run.name: run for run in resolve_runs("demo", params)}
-    assert sorted(command for command, _ in started) == sorted([*run.command(), "--force"] for run in runs.values())
-    assert all(env is None and command[1:3] == ["-m", "cod.run"] for command, env in started)
+    assert sorted(arguments for arguments, _ in started) == sorted([*run.arguments(), "--force"] for run in runs.values())
+    assert all(env is None for _, env in started)
     params["profiles"]["smoke"]["gpus_per_run"] = 2
     with pytest.raises(ConfigError, match="gpus_per_run=2: more than the 0 GPUs visible; allowed: 1 to 1"):
         experiments.train("demo", params)
+
+
+def test_a_forked_cpu_run_trains_from_the_repository_and_returns_its_status(tiny_tokens, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "run"
+    assert experiments.train_on_cpu(["--out", str(out), *tiny_run(tiny_tokens, "train.steps=4")]) == 0
+    assert json.loads((out / "final.json").read_text())["status"] == "completed"
+    assert experiments.train_on_cpu(["--out", str(out), "model.norm=pre_lm"]) == 2  # a setting refused
 
 
 def test_profile_settings_are_checked(tmp_path, monkeypatch):

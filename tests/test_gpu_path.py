@@ -266,6 +266,18 @@ def test_within_orders_shapes_by_the_settings_that_grow_memory():
     assert not _within(small, lns) and not _within(lns, small)  # another norm is another shape
 
 
+def test_a_peak_carried_along_depth_is_the_traced_peak():
+    from cod.memory import depth_period, extrapolated_peak, training_peak
+
+    for overrides in ({"model.norm": "mix_ln", "model.n_layers": 16}, {"train.recompute": True, "model.n_layers": 5},
+                      {"model.ffn": "moe", "model.moe_experts": 4, "model.moe_top_k": 2, "model.n_layers": 5}):
+        cfg = run_config({"model.d_model": 32, "model.n_heads": 2, "data.seq_len": 16,
+                          "data.batch_size": 4, "model.vocab_size": 272, "data.vocab_size": 272, **overrides})
+        assert extrapolated_peak(cfg, check=True) == training_peak(cfg), overrides
+    assert depth_period(run_config({"model.norm": "mix_ln", "model.mix_ln_fraction": 1 / 3})) == 3
+    assert depth_period(run_config({"model.norm": "lns"})) == 1
+
+
 @pytest.mark.slow
 def test_every_paper_run_fits_one_80gb_gpu_or_eight_with_fsdp():
     """Every dense paper run fits one GPU; the paper's two large MoE models (6-8B parameters in
@@ -273,12 +285,15 @@ def test_every_paper_run_fits_one_80gb_gpu_or_eight_with_fsdp():
 
     Traced: the shapes no other shape contains (`_within`: as deep, wide and long or more, the same
     architecture otherwise), 22 of the 51: the largest of each architecture, and every run's peak is at
-    most that of a traced shape containing it. The traces run in two processes (fake tensors are Python)."""
+    most that of a traced shape containing it. Each is traced at three shallow depths, its peak
+    checked to be linear in depth and carried to its own (`extrapolated_peak`), in two processes
+    (fake tensors are Python)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
 
     from cod.params import load_params
-    from cod.memory import SHARDS, distinct_shapes, fits, sharded_peak, state_bytes, training_peak
+    from cod.memory import SHARDS, distinct_shapes, extrapolated_peak, fits, sharded_peak, state_bytes
 
     shapes = distinct_shapes({**load_params(), "profile": "paper"})
     assert {"b_depth/d32", "a_350m/pre_ln", "a_130m/sandwich_ln", "b_recipe/moe"} <= shapes.keys()
@@ -293,7 +308,8 @@ def test_every_paper_run_fits_one_80gb_gpu_or_eight_with_fsdp():
     slowest_first = sorted(traced, key=lambda label: shapes[label].model.ffn != "moe")
     with ProcessPoolExecutor(min(2, os.cpu_count() or 1), mp_context=multiprocessing.get_context("spawn")) as pool:
         sharded = {label: pool.submit(sharded_peak, shapes[label]) for label in sorted(too_big)}
-        peaks = dict(zip(slowest_first, pool.map(training_peak, [traced[label] for label in slowest_first])))
+        peaks = dict(zip(slowest_first, pool.map(partial(extrapolated_peak, check=True),
+                                                 [traced[label] for label in slowest_first])))
         sharded = {label: future.result() for label, future in sharded.items()}
     assert too_big | {label for label, peak in peaks.items() if not fits(peak)} == {"b_moe/moe", "b_recipe/moe"}
     assert SHARDS == 8 and all(fits(peak) for peak in sharded.values())

@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 from cod import ROOT
+from cod.locks import exclusive
 
 CACHE = ROOT / ".cache" / "packages"
 
@@ -48,7 +49,9 @@ def package_dir(requirement: str, module: str) -> Path:
         return Path(list(spec.submodule_search_locations)[0])
     folder = _unpacked(requirement)
     if not (folder / ".complete").exists():
-        fetch(requirement, folder)
+        with exclusive(folder):
+            if not (folder / ".complete").exists():  # not fetched by another process meanwhile
+                fetch(requirement, folder)
     found = [p for p in (folder / module, *folder.glob(f"*/{module}")) if p.is_dir()]
     if not found:
         raise PackageError(f"{requirement} holds no package {module!r} (unpacked in {folder})")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from cod import load_yaml
 from cod.data import corpus
 
 RAW = "data/raw"  # relative to the directory of the .dvc file
@@ -40,7 +41,7 @@ def dir_md5(files: dict[str, str]) -> str:
 
 def read_pin(dvc_file: Path) -> tuple[str, dict]:
     """The pinned directory hash of `data/raw` ("" if none) and the .dvc file's `meta`."""
-    doc = yaml.safe_load(dvc_file.read_text()) if dvc_file.is_file() else None
+    doc = load_yaml(dvc_file) if dvc_file.is_file() else None
     doc = doc or {}
     outs = doc.get("outs") or [{}]
     return str(outs[0].get("md5", "")), doc.get("meta") or {}

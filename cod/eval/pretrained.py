@@ -41,6 +41,7 @@ from cod import ROOT
 from cod.adapters import as_layer_model
 from cod.data import packages
 from cod.interop import ConversionError, from_hf_llama
+from cod.locks import exclusive
 
 CACHE = ROOT / ".cache" / "models"
 CHUNK = 1 << 20  # bytes read at a time when hashing and concatenating
@@ -147,16 +148,19 @@ def _from_zip(path: Path, out: Path) -> None:
 
 
 def _cached(spec: Pretrained, folder: Path, convert: Callable[[Path, Path], None]) -> Path:
-    """`folder` holding the converted model, made once in a folder beside it and renamed when complete."""
+    """`folder` holding the converted model, made once (one process at a time) in a folder beside it
+    and renamed when complete."""
     if (folder / "model.safetensors").is_file():
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{folder.name}-") as tmp:
-        scratch, out = Path(tmp) / "scratch", Path(tmp) / "model"
-        scratch.mkdir()
-        convert(_weights(spec, scratch), out)
-        shutil.rmtree(folder, ignore_errors=True)  # an incomplete folder left by an older version
-        out.rename(folder)
+    with exclusive(folder):
+        if (folder / "model.safetensors").is_file():  # made by another process while this one waited
+            return folder
+        with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{folder.name}-") as tmp:
+            scratch, out = Path(tmp) / "scratch", Path(tmp) / "model"
+            scratch.mkdir()
+            convert(_weights(spec, scratch), out)
+            shutil.rmtree(folder, ignore_errors=True)  # an incomplete folder left by an older version
+            out.rename(folder)
     return folder
 
 

@@ -56,7 +56,7 @@ def fit_affine(x: torch.Tensor, y: torch.Tensor) -> Affine:
     """Least-squares affine map from x (..., D_in) to y (..., D_out), solved in float64."""
     x2, y2 = x.reshape(-1, x.shape[-1]).double(), y.reshape(-1, y.shape[-1]).double()
     design = torch.cat([x2, torch.ones_like(x2[:, :1])], dim=1)  # (N, D_in + 1)
-    driver = "gelsd" if x.device.type == "cpu" else None  # SVD-based on CPU; CUDA has only QR
+    driver = "gelsy" if x.device.type == "cpu" else None  # CPU: pivoted QR, gelsd's minimum-norm solution in a tenth of its time; CUDA has only QR
     solution = torch.linalg.lstsq(design, y2, driver=driver).solution  # (D_in + 1, D_out)
     return Affine(solution[:-1].to(x.dtype), solution[-1].to(x.dtype))
 
