@@ -48,8 +48,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -376,10 +376,9 @@ def resolved_stages(dvc_file: Path = ROOT / "dvc.yaml") -> dict[str, dict[str, A
     def resolve(text: str) -> str:
         return re.sub(r"\$\{(\w+)\}", lambda match: str(params[match.group(1)]), text)
 
-    stages = load_yaml(dvc_file)["stages"]
-    return {name: {"cmd": resolve(stages[name]["cmd"]), "deps": [resolve(d) for d in stages[name].get("deps", [])],
-                   "outs": [resolve(next(iter(o)) if isinstance(o, dict) else o) for o in stages[name].get("outs", [])]}
-            for name in notebook_stages(dvc_file)}
+    return {name: {"cmd": resolve(stage["cmd"]), "deps": [resolve(d) for d in stage.get("deps", [])],
+                   "outs": [resolve(next(iter(o)) if isinstance(o, dict) else o) for o in stage.get("outs", [])]}
+            for name, stage in load_yaml(dvc_file)["stages"].items() if "cod.notebook" in str(stage.get("cmd", ""))}
 
 
 def waves(outputs: dict[str, list[str]], inputs: dict[str, list[str]]) -> list[list[str]]:
