@@ -424,7 +424,7 @@ def moe_dispatch(lease: Lease) -> dict:
 # ----------------------------------------------------------------------------- bench
 
 
-def bench(lease: Lease, shapes: list[tuple[str, str]] | None = None) -> None:
+def bench(lease: Lease, shapes: list[tuple[str, str]] | None = None, seconds: float | None = None) -> None:
     shapes = shapes or BENCH
     configs = {}
     for experiment, variant in shapes:
@@ -437,11 +437,11 @@ def bench(lease: Lease, shapes: list[tuple[str, str]] | None = None) -> None:
                           "train.stats_every": 0, "train.ckpt_every": 0, "train.log_every": 1})
         tokens = micro * overrides["data.seq_len"] * (64 if not lease.dry else 16)
         configs[label] = synthetic_tokens(overrides, lease.scratch / "tokens" / label.replace("/", "_"), tokens)
-    seconds = 0.5 if lease.dry else 25.0  # timed per shape and way, after the warm-up
+    seconds = seconds or (0.5 if lease.dry else 25.0)  # timed per shape and way, after the warm-up
     labels = list(configs)
 
     def compiled(label: str) -> None:
-        lease.item(f"{label} compiled", lambda o=configs[label]: measure(lease, o, True, seconds), needs=seconds + 90)
+        lease.item(f"{label} compiled", lambda o=configs[label]: measure(lease, o, True, seconds), needs=seconds + 60)
 
     for label in labels:  # eager first: every shape measured before anything compiles
         lease.item(f"{label} eager", lambda o=configs[label]: measure(lease, o, False, seconds), needs=seconds + 20)
@@ -506,20 +506,26 @@ def estimate(lease: Lease, label: str, overrides: dict[str, Any]) -> dict:
 # ----------------------------------------------------------------------------- science
 
 
-def science(lease: Lease, tokens: Path) -> None:
+def science(lease: Lease, tokens: Path, experiments: tuple[str, ...] = SCIENCE, seeds: tuple[int, ...] = SCIENCE_SEEDS,
+            steps_from: Path | None = None) -> None:
+    """Pre-LN against LNS of `experiments` for `seeds`; with `steps_from` (an earlier call's
+    science.json) each shape trains that call's steps, so a later call adds seeds to its comparison."""
     vocab, corpus = _token_source(lease, tokens)
     lease.results["tokens"] = corpus
     speeds = {}
-    for experiment in SCIENCE:
+    for experiment in experiments:
         probe = lease.item(f"{experiment} throughput", lambda e=experiment: science_speed(lease, e, vocab, corpus),
                            needs=30)
         speeds[experiment] = probe.get("tokens_per_s")
-    first = len(SCIENCE) * len(SCIENCE_NORMS)  # seed 0 of every shape and norm share what is left
+    first = len(experiments) * len(SCIENCE_NORMS)  # the first seed of every shape and norm share what is left
     slice_s = (lease.left() - 20.0) / first
-    steps = {experiment: science_steps(lease, experiment, vocab, corpus, speeds[experiment], slice_s)
-             for experiment in SCIENCE if speeds[experiment]}
-    lease.results["plan"] = {"seconds_per_run": round(slice_s, 1), "steps": steps, "tokens_per_s": speeds}
-    for seed in SCIENCE_SEEDS[:1] if lease.dry else SCIENCE_SEEDS:
+    earlier = json.loads(Path(steps_from).read_text())["plan"]["steps"] if steps_from else {}
+    steps = {experiment: earlier.get(experiment) or science_steps(lease, experiment, vocab, corpus,
+                                                                  speeds[experiment], slice_s)
+             for experiment in experiments if speeds[experiment]}
+    lease.results["plan"] = {"seconds_per_run": round(slice_s, 1), "steps": steps, "tokens_per_s": speeds,
+                             "steps_from": str(steps_from) if steps_from else None}
+    for seed in seeds[:1] if lease.dry else seeds:
         for experiment in steps:
             for norm in SCIENCE_NORMS:
                 overrides = science_overrides(lease, experiment, norm, seed, vocab, corpus, steps[experiment])
@@ -669,6 +675,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="science: the folder of train.bin, val.bin and meta.json carried with the command")
     parser.add_argument("--shapes", nargs="*", metavar="EXPERIMENT/VARIANT",
                         help="bench: paper-profile runs to measure (default: BENCH)")
+    parser.add_argument("--experiments", nargs="+", choices=SCIENCE, default=list(SCIENCE),
+                        help="science: the shapes to train (default: all)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(SCIENCE_SEEDS), help="science: seeds, in order")
+    parser.add_argument("--steps-from", type=Path,
+                        help="science: an earlier call's science.json whose steps per shape are trained again")
+    parser.add_argument("--seconds", type=float, help="bench: seconds timed per shape and way (default 25; --dry 0.5)")
     args = parser.parse_args(argv)
     lease = Lease(args.mode, args.dry, args.budget, args.out)
     print(f"[gpu_lease {args.mode}] {lease.device}, torch {torch.__version__}, budget {args.budget:.0f} s, "
@@ -683,9 +695,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "check":
             check(lease)
         elif args.mode == "bench":
-            bench(lease, [tuple(s.split("/", 1)) for s in args.shapes] if args.shapes else None)
+            bench(lease, [tuple(s.split("/", 1)) for s in args.shapes] if args.shapes else None, args.seconds)
         else:
-            science(lease, args.tokens)
+            science(lease, args.tokens, tuple(args.experiments), tuple(args.seeds), args.steps_from)
         lease.results["stopped_by_watchdog"] = False
     except BudgetSpent as error:
         lease.results["stopped_by_watchdog"] = str(error)

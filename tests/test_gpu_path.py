@@ -598,3 +598,16 @@ def test_lease_results_are_named_by_date_device_and_torch():
     date, device, version = folder.name.split("_", 2)
     assert date == datetime.date.today().isoformat() and device == "cpu-dry" and version.startswith("torch2.")
     assert default_folder("cpu", dry=False).parts[-3:-1] == ("runs", "gpu")
+
+
+def test_a_later_science_call_trains_the_steps_of_an_earlier_one_for_the_seeds_asked(tmp_path):
+    """--steps-from takes each shape's steps from an earlier call's science.json, so that a later
+    call's seeds join that call's comparison; --experiments and --seeds choose what trains."""
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps({"plan": {"steps": {"a_250m": 6}}}))
+    result = _lease("science", tmp_path / "later", "--experiments", "a_250m", "--seeds", "3",
+                    "--steps-from", str(earlier))
+    runs = {name: r for name, r in result["items"].items() if "status" in r}
+    assert sorted(runs) == ["a_250m_lns_s3", "a_250m_pre_ln_s3"]
+    assert all(r["steps"] == 6 and r["seed"] == 3 for r in runs.values())
+    assert result["plan"]["steps"] == {"a_250m": 6}
