@@ -14,6 +14,7 @@ a failed run was fixed before any table was filled (paper A's Tables 1, 3, 6, 7,
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -23,7 +24,7 @@ from matplotlib.lines import Line2D
 
 from cod.config import run_config_from_dict
 from cod.data.loader import open_tokens
-from cod.plots import paper_axis
+from cod.plots import loss_curves, paper_axis
 from cod.results import load_final
 
 
@@ -103,6 +104,44 @@ def load_sweep(experiments: dict[str, str], runs_root: str | Path, chance_ppl: f
     return pd.concat(tables, ignore_index=True)
 
 
+def load_size_sweep(experiments: dict[str, str], runs_root: str | Path) -> pd.DataFrame:
+    """`load_sweep` of one sweep at several sizes on one dataset ({size: experiment}): every run
+    is marked against the failure line of the first experiment."""
+    return load_sweep(experiments, runs_root, failure_line(runs_root, next(iter(experiments.values()))))
+
+
+def load_variants(experiment: str, runs_root: str | Path, variants: list[str], size: str = "130M"
+                  ) -> tuple[pd.DataFrame, float]:
+    """The runs of `variants` of one experiment (`load_sweep` with `size` as its size) and the
+    failure line they were marked against."""
+    chance = failure_line(runs_root, experiment)
+    sweep = load_sweep({size: experiment}, runs_root, chance)
+    return sweep[sweep["variant"].isin(variants)], chance
+
+
+@dataclass(frozen=True)
+class Perplexities:
+    """Each row of a table ({label: variant}, one size of a sweep) by seed: `ppl` (`mark_failed`'s,
+    the failure line's at least where failed) and `failed`; `perplexities` reads them."""
+
+    ppl: dict[str, pd.Series]
+    failed: dict[str, pd.Series]
+
+    def text(self, label: str) -> str:
+        """The row's `cell` in whole perplexities, failed seeds counted apart."""
+        return cell(self.ppl[label], digits=0, failed=self.failed[label])
+
+    def mean(self, label: str) -> float:
+        """The row's mean perplexity over the seeds that did not fail."""
+        return float(self.ppl[label][~self.failed[label]].mean())
+
+
+def perplexities(sweep: pd.DataFrame, rows: dict[str, str]) -> Perplexities:
+    """`Perplexities` of the rows {label: variant} of `sweep` (one size, `failed` marked)."""
+    return Perplexities({label: by_seed(sweep, variant) for label, variant in rows.items()},
+                        {label: by_seed(sweep, variant, "failed") for label, variant in rows.items()})
+
+
 def ppl_table(sweep: pd.DataFrame, rows: dict[str, str], paper: pd.DataFrame | None = None) -> pd.DataFrame:
     """Rows {label: variant} by the sizes of `sweep` (`load_sweep`: with `failed` marked): our
     perplexity cell, and the paper's value beside it where `paper` (same labels, sizes as
@@ -166,3 +205,18 @@ def ppl_dots_legend(target, paper: str, **legend_kwargs):
         Line2D([], [], color="0.45", linestyle="--", marker="s", markersize=3, label=f"{paper} (right axis)"),
     ]
     return target.legend(handles=handles, **legend_kwargs)
+
+
+def ppl_and_loss(sweep: pd.DataFrame, history: pd.DataFrame, rows: dict[str, str], paper: pd.Series, paper_label: str,
+                 height: float = 4.2):
+    """Two panels for the rows {label: variant} of one size: final perplexity (`ppl_dots`, the
+    paper's values on their own axis, labelled `paper_label` in one legend below) and training loss
+    (`cod.plots.loss_curves` of `history` over 5 logged steps, cut at the median loss + 1).
+    Returns the figure and its two axes."""
+    fig, (ax_ppl, ax) = plt.subplots(1, 2, figsize=(12, height), gridspec_kw={"width_ratios": [2, 3]})
+    ppl_dots(ax_ppl, sweep, rows, paper)
+    ppl_dots_legend(fig, paper_label, loc="outside lower center", ncol=3)
+    loss_curves(ax, history, rows, smooth=5)
+    ax.set_ylim(top=history["loss"].quantile(0.5) + 1.0)
+    ax.legend()
+    return fig, ax_ppl, ax

@@ -18,7 +18,7 @@ under 64 MiB, no package registry, possibly an older torch). So each mode:
   so a mode cut short still leaves what it measured. --dry writes under .cache/gpu_lease/
   (ignored by git) unless --out says otherwise.
 
-check (planned for about 3 minutes on a GPU; not yet timed on one):
+check (under a minute and a half on an H200, see README.md "What was measured where"):
   environment   Python, torch, CUDA, the device; that dvc, papermill and jupytext were not imported
   bf16_step     two steps of a paper-width model (vocabulary 50,304) under bf16 autocast: finite
   resume        the trainer run as a process is killed (SIGKILL) one logged step after its first

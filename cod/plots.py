@@ -147,6 +147,24 @@ def halves_line(ax, n_layers: int, **line_kwargs):
     return ax.axvline(n_layers / 2 + 0.5, label="shallow | deep halves", **style)
 
 
+def layer_bands(axes, per_layer: pd.DataFrame, colors: dict, values: list[str]) -> None:
+    """One row of per-layer panels of one model size, a panel per column of `values`: each norm of
+    `colors` ({label: colour}) as its mean over seeds with the min..max band, and the
+    shallow | deep divider. `per_layer` has columns norm, seed, layer and the values; a
+    `loss_increase` panel (removing one layer) gets a symmetric-log axis and a line at 0."""
+    for label, color in colors.items():
+        for ax, value in zip(axes, values):
+            table = per_layer[per_layer["norm"] == label].pivot_table(index="layer", columns="seed", values=value)
+            seed_band(ax, table.index, table, color, label, marker="o", markersize=3)
+    for ax, value in zip(axes, values):
+        halves_line(ax, per_layer["layer"].max())
+        ax.set_xlabel("removed layer $l$" if value == "loss_increase" else "layer $l$")
+        if value == "loss_increase":
+            ax.axhline(0, color="black", linewidth=0.5, label="no loss increase")
+            ax.set_yscale("symlog", linthresh=1e-2)
+            ax.set_ylabel("loss increase (nats)")
+
+
 def loss_curves(ax, history: pd.DataFrame, variants: dict[str, str], smooth: int = 1, x: str = "tokens",
                 by: str = "variant") -> None:
     """Training loss against `x` (tokens or step) for {label: variant} (a value of the column `by`,

@@ -300,6 +300,16 @@ def _margin(v: Verdict, sign: int) -> float:
     return min(sign * (v.ci[0] - null), sign * (v.ci[1] - null))
 
 
+def too_few_rivals(values: dict[str, pd.Series], best: str, least: int = 2) -> str | None:
+    """Why "`best` beats every other entry" is not judged when fewer than `least` other entries
+    have runs (one rival is a pairwise claim, judged as such), else None; for `Claims.add`."""
+    rivals = [name for name in values if name != best and values[name].notna().any()]
+    if len(rivals) >= least:
+        return None
+    return (f"only {', '.join(rivals) or 'no other entry'} trained beside {best} at this size: a best-of claim "
+            f"needs {least} rivals")
+
+
 def best_of(values: dict[str, pd.Series], best: str, higher_is_better: bool = False,
             floors: dict[str, float] | None = None, scale: str = "ratio",
             paper: dict[str, Any] | pd.Series | None = None) -> Verdict:
@@ -443,6 +453,47 @@ class Claims:
         if self.skipped:
             print("not judged: " + "; ".join(f"{id_} ({why})" for id_, why in self.skipped.items()))
         return pd.DataFrame(self.rows, columns=["id", "source", "paper_value", "ours", "verdict"])
+
+
+class SizeClaims:
+    """The claims of one figure (`item`) judged at several model sizes, recorded in `claims`, of
+    which the paper shows one size (`paper_size`). A claim's id reads PREFIX-KEY-SIZE (the size in
+    lower case); at any other size its wording is marked "(ours)" and its paper value says the
+    paper has no figure of that size. Verdicts are kept by size for the generated text."""
+
+    def __init__(self, claims: Claims, prefix: str, item: str, paper_size: str = "130M"):
+        self.claims, self.prefix, self.item, self.paper_size = claims, prefix, item, paper_size
+        self.by_size: dict[str, dict[str, Verdict]] = {}  # size -> {claim id: verdict}, in the order added
+
+    def id_of(self, size: str, key: str) -> str:
+        """The id of claim KEY at `size`."""
+        return f"{self.prefix}-{key}-{size.lower()}"
+
+    def add(self, size: str, key: str, text: str, paper_value: str, ours: str, verdict: Verdict) -> Verdict:
+        """Record claim KEY at `size`; `ours` (its per-seed summary) goes before the rule's numbers."""
+        marked = ""
+        if size != self.paper_size:
+            paper_value = f"no {size} figure in the paper; {paper_value}"
+            marked = "(ours) "
+        id_ = self.id_of(size, key)
+        added = self.claims.add(id_, self.item, f"{marked}{size}: {text}", paper_value,
+                                replace(verdict, why=f"{ours}; {verdict.why}"))
+        self.by_size.setdefault(size, {})[id_] = added
+        return added
+
+    def verdict(self, size: str, key: str) -> str:
+        """The verdict of claim KEY at `size`."""
+        return self.by_size[size][self.id_of(size, key)].verdict
+
+    def summary(self, left_out: Sequence[str] = ()) -> str:
+        """Markdown: a line per size with its seeds and each claim's verdict, then the sizes
+        `left_out` (not analysed) if any."""
+        lines = [f"**{size}** ({next(iter(at.values())).n} seeds): "
+                 + "; ".join(f"{id_}: *{verdict.verdict}*" for id_, verdict in at.items()) + "."
+                 for size, at in self.by_size.items()]
+        if left_out:
+            lines.append(f"Not analysed yet, so not judged: {', '.join(left_out)}.")
+        return "\n\n".join(lines)
 
 
 @functools.cache

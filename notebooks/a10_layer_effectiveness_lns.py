@@ -77,7 +77,6 @@ threshold = 0.6  # the paper's "most layers exceed 0.6" (section 5.5), on its fi
 figures_dir = figures_dir or f"figures/{profile}/a10_layer_effectiveness_lns"
 
 # %%
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -88,19 +87,14 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.analysis import load_complete, stored_settings
-from cod.compare import failure_line, load_sweep
+from cod.analysis import load_sizes, norm_tables, size_label
+from cod.compare import load_size_sweep
 from cod.metrics.angular import adjacent_distances
 from cod.results import spread
-from cod.verdicts import Claims, compare, one_sample
+from cod.verdicts import Claims, SizeClaims, compare, one_sample
 
 VARIANTS = {"Pre-LN": "pre_ln", "LNS": "lns"}
-LABELS = {variant: label for label, variant in VARIANTS.items()}
 COLORS = {"Pre-LN": "C0", "LNS": "C2"}
-
-
-def size_label(name: str) -> str:
-    return name.split("_", 1)[1].upper()  # a_130m -> 130M
 
 
 def figure_scale(distances: np.ndarray) -> np.ndarray:
@@ -110,16 +104,8 @@ def figure_scale(distances: np.ndarray) -> np.ndarray:
     return (clipped - clipped.min()) / (clipped.max() - clipped.min())
 
 
-root = Path(analyses_root) / profile
-layers = {name: {(LABELS[variant], seed): a for (variant, seed), a in runs.items()}
-          for name, runs in load_complete(root, analyses, list(VARIANTS.values())).items()}
-if not layers:
-    raise FileNotFoundError(f"none of {analyses} has a layer analysis under {root}")
+layers, experiments = load_sizes(Path(analyses_root) / profile, analyses, VARIANTS)
 sizes = list(layers)
-settings = {name: stored_settings(root / name) for name in sizes}
-experiments = {name: settings[name]["experiment"] for name in sizes}
-for name in sizes:
-    print(f"{size_label(name)}: {len(layers[name])} runs; settings (params.yaml analyses.{name}): {settings[name]}")
 print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
 
 # %% [markdown]
@@ -129,36 +115,26 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is
 # `cod.compare`), and the statistics the claims are judged on.
 
 # %%
-runs_dir = Path(runs_root) / profile
-finals = load_sweep(experiments, runs_dir, failure_line(runs_dir, experiments[sizes[0]]))
+def measure(a):
+    """A run's statistics (those the claims are judged on, and some for reading) and its per-layer values."""
+    n = len(a.variance)
+    index = np.arange(1, n + 1)
+    adjacent = adjacent_distances(a.angular)  # d(x^l, x^{l+1}): block l's input against its output
+    scaled = figure_scale(adjacent)
+    drop = a.removal.loss_increase
+    deep = index > n // 2
+    statistics = {"drop_cv": drop.std() / drop.mean() if drop.mean() > 0 else np.nan,
+                  "drop_deep": drop[deep].mean(), "drop_shallow": drop[~deep].mean(),
+                  "adjacent_deep": adjacent[deep].mean(), "adjacent_shallow": adjacent[~deep].mean(),
+                  "adjacent_slope": np.polyfit(index, adjacent, 1)[0],
+                  "adjacent_slope_after_first": np.polyfit(index[1:], adjacent[1:], 1)[0],
+                  "scaled_deep": scaled[deep].mean(), "share_above": float(np.mean(scaled > threshold))}
+    return statistics, {"adjacent_distance": adjacent, "adjacent_scaled": scaled, "loss_increase": drop}
 
-rows, per_layer = [], []
-for name in sizes:
-    for (label, seed), a in layers[name].items():
-        n = len(a.variance)
-        index = np.arange(1, n + 1)
-        adjacent = adjacent_distances(a.angular)  # d(x^l, x^{l+1}): block l's input against its output
-        scaled = figure_scale(adjacent)
-        drop = a.removal.loss_increase
-        deep = index > n // 2
-        rows.append({"size": name, "norm": label, "variant": VARIANTS[label], "seed": seed, "layers": n,
-                     "base_loss": a.removal.base_loss,
-                     "drop_cv": drop.std() / drop.mean() if drop.mean() > 0 else np.nan,
-                     "drop_deep": drop[deep].mean(), "drop_shallow": drop[~deep].mean(),
-                     "adjacent_deep": adjacent[deep].mean(), "adjacent_shallow": adjacent[~deep].mean(),
-                     "adjacent_slope": np.polyfit(index, adjacent, 1)[0],
-                     "adjacent_slope_after_first": np.polyfit(index[1:], adjacent[1:], 1)[0],
-                     "scaled_deep": scaled[deep].mean(), "share_above": float(np.mean(scaled > threshold))})
-        per_layer += [{"size": name, "norm": label, "seed": seed, "layer": i + 1, "adjacent_distance": adjacent[i],
-                       "adjacent_scaled": scaled[i], "loss_increase": drop[i]} for i in range(n)]
-table = pd.DataFrame(rows)
-table = table.merge(finals[["size", "variant", "seed", "val_ppl", "failed"]], on=["size", "variant", "seed"],
-                    how="left")
-table = table.sort_values(["size", "norm", "seed"]).reset_index(drop=True)
-per_layer = pd.DataFrame(per_layer)
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
-table.to_csv(Path(figures_dir) / "per_run.csv", index=False)
-per_layer.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
+
+runs = norm_tables(layers, VARIANTS, measure, load_size_sweep(experiments, Path(runs_root) / profile))
+runs.save(figures_dir)
+table, per_layer = runs.per_run, runs.per_layer
 display(table.round(4))
 
 # %% [markdown]
@@ -173,18 +149,7 @@ display(table.round(4))
 panels = ["loss_increase", "adjacent_distance", "adjacent_scaled"]
 fig, axes = plt.subplots(len(sizes), 3, figsize=(17, 4 * len(sizes)), squeeze=False)
 for row, name in enumerate(sizes):
-    at = per_layer[per_layer["size"] == name]
-    for label in VARIANTS:
-        for ax, value in zip(axes[row], panels):
-            values = at[at["norm"] == label].pivot_table(index="layer", columns="seed", values=value)
-            plots.seed_band(ax, values.index, values, COLORS[label], label, marker="o", markersize=3)
-    n = at["layer"].max()
-    for ax in axes[row]:
-        plots.halves_line(ax, n)
-        ax.set_xlabel("removed layer $l$" if ax is axes[row, 0] else "layer $l$")
-    axes[row, 0].axhline(0, color="black", linewidth=0.5, label="no loss increase")
-    axes[row, 0].set_yscale("symlog", linthresh=1e-2)
-    axes[row, 0].set_ylabel("loss increase (nats)")
+    plots.layer_bands(axes[row], per_layer[per_layer["size"] == name], COLORS, panels)
     axes[row, 0].set_title(f"{size_label(name)}: performance drop of layer pruning")
     axes[row, 1].set_ylim(bottom=0)
     axes[row, 1].set_ylabel(r"$d(x^l, x^{l+1})$ (arccos / $\pi$)")
@@ -213,56 +178,43 @@ display(table.pivot_table(index=["size", "seed"], columns="norm", values=summary
 display(table.groupby(["size", "norm"])[summary].agg(spread))
 
 
-def per_seed(name: str, label: str, column: str) -> pd.Series:
-    return table[(table["size"] == name) & (table["norm"] == label)].set_index("seed")[column].sort_index()
-
-
 def values(series: pd.Series, digits: int = 3) -> str:
     return ", ".join(f"{v:.{digits}g}" for v in series)
 
 
-def add(size: str, key: str, text: str, paper_value: str, ours: str, verdict) -> None:
-    """One claim of one size; the per-seed summary goes before the rule's numbers in 'ours'."""
-    ours_prefix = ""
-    if size != "130M":
-        paper_value = f"no {size} figure in the paper; {paper_value}"
-        ours_prefix = "(ours) "
-    id_ = f"a10-{key}-{size.lower()}"
-    v[id_] = claims.add(id_, "Fig. 7 / section 5.5", f"{ours_prefix}{size}: {text}", paper_value,
-                        replace(verdict, why=f"{ours}; {verdict.why}"))
-
-
 claims = Claims("A", profile, sorted(int(s) for s in table["seed"].unique()))
-v = {}  # claim id -> Verdict, for the text below
+by_size = SizeClaims(claims, "a10", "Fig. 7 / section 5.5")
 for name in sizes:
     size = size_label(name)
-    pre, lns = partial(per_seed, name, "Pre-LN"), partial(per_seed, name, "LNS")
-    add(size, "drop-uniform",
+    pre, lns = partial(runs.per_seed, name, "Pre-LN"), partial(runs.per_seed, name, "LNS")
+    by_size.add(size, "drop-uniform",
         "the pruning drop is more uniformly distributed across layers under LNS than under Pre-LN",
         "Fig. 7 left (130M): LNS's drop more uniform across layers",
         f"coefficient of variation of the loss increase across layers: LNS {spread(lns('drop_cv'))}, "
         f"Pre-LN {spread(pre('drop_cv'))}", compare(lns("drop_cv"), pre("drop_cv")))
-    add(size, "drop-deep", "removing a deep-half layer costs more under LNS than under Pre-LN",
+    by_size.add(size, "drop-deep", "removing a deep-half layer costs more under LNS than under Pre-LN",
         "Fig. 7 left (130M): pruning LNS's deep layers causes a larger drop",
         f"mean loss increase (nats) over the deep half: LNS {spread(lns('drop_deep'))}, "
         f"Pre-LN {spread(pre('drop_deep'))}",
         compare(lns("drop_deep"), pre("drop_deep"), higher_is_better=True, scale="difference"))
-    add(size, "adjacent-distance-deep", "deep-half layers are more distinct from their neighbour (higher adjacent "
-        "angular distance) under LNS than under Pre-LN",
+    by_size.add(size, "adjacent-distance-deep",
+        "deep-half layers are more distinct from their neighbour (higher adjacent angular distance) under LNS than "
+        "under Pre-LN",
         "Fig. 7 right (130M): LNS mostly > 0.6; Pre-LN significantly lower",
         f"mean d(x^l, x^(l+1)) over the deep half: LNS {spread(lns('adjacent_deep'))}, "
         f"Pre-LN {spread(pre('adjacent_deep'))}",
         compare(lns("adjacent_deep"), pre("adjacent_deep"), higher_is_better=True))
     slope = pre("adjacent_slope")
-    add(size, "preln-distance-falls", "under Pre-LN the adjacent angular distance falls with depth",
+    by_size.add(size, "preln-distance-falls", "under Pre-LN the adjacent angular distance falls with depth",
         "Fig. 7 right (130M): Pre-LN's progressively decreases with depth",
         f"slope of d(x^l, x^(l+1)) against l per seed: {values(slope)}; without block 1: "
         f"{values(pre('adjacent_slope_after_first'))}",
         one_sample(slope, higher_is_better=False, why="slope below 0"))
     share = lns("share_above")
     largest = per_layer[(per_layer["size"] == name) & (per_layer["norm"] == "LNS")]["adjacent_distance"].max()
-    add(size, "lns-above-threshold", f"most LNS layers have adjacent angular distance above {threshold} on the "
-        "figure's scale (each run's adjacent distances clipped to their 1st-99th percentile, min-max scaled to [0, 1])",
+    by_size.add(size, "lns-above-threshold",
+        f"most LNS layers have adjacent angular distance above {threshold} on the figure's scale (each run's "
+        "adjacent distances clipped to their 1st-99th percentile, min-max scaled to [0, 1])",
         f"Fig. 7 right (130M): most LNS layers exceed {threshold}",
         f"share of LNS layers above {threshold} on the figure's scale per seed: {values(share, 2)} (Pre-LN: "
         f"{values(pre('share_above'), 2)}); largest raw LNS adjacent distance {largest:.3f} (arccos/pi; "
@@ -274,15 +226,7 @@ display(claims.save(figures_dir))
 # ## What agrees and what does not
 
 # %%
-lines = []
-for name in sizes:
-    at = {id_: verdict for id_, verdict in v.items() if id_.endswith(size_label(name).lower())}
-    lines.append(f"**{size_label(name)}** ({next(iter(at.values())).n} seeds): " + "; ".join(
-        f"{id_}: *{verdict.verdict}*" for id_, verdict in at.items()) + ".")
-left_out = [size_label(n) for n in analyses if n not in sizes]
-if left_out:
-    lines.append(f"Not analysed yet, so not judged: {', '.join(left_out)}.")
-display(Markdown("\n\n".join(lines)))
+display(Markdown(by_size.summary([size_label(name) for name in analyses if name not in sizes])))
 
 # %% [markdown]
 # ## Reading the result
@@ -290,28 +234,18 @@ display(Markdown("\n\n".join(lines)))
 # per-layer values are means over seeds.
 
 # %%
-def profile_of(name: str, label: str, value: str) -> pd.Series:
-    """Per-layer mean over seeds."""
-    at = per_layer[(per_layer["size"] == name) & (per_layer["norm"] == label)]
-    return at.groupby("layer")[value].mean()
-
-
-def mean_of(name: str, label: str, column: str) -> float:
-    return float(per_seed(name, label, column).mean())
-
-
 paragraphs = []
 for name in sizes:
-    size, tag = size_label(name), size_label(name).lower()
-    pre_d, lns_d = profile_of(name, "Pre-LN", "adjacent_distance"), profile_of(name, "LNS", "adjacent_distance")
-    lns_r = profile_of(name, "LNS", "loss_increase")
+    size, mean = size_label(name), partial(runs.mean, name)  # mean(norm, column): over seeds
+    pre_d, lns_d = runs.profile(name, "Pre-LN", "adjacent_distance"), runs.profile(name, "LNS", "adjacent_distance")
+    lns_r = runs.profile(name, "LNS", "loss_increase")
     at = per_layer[(per_layer["size"] == name) & (per_layer["norm"] == "LNS")]
     worst = at.groupby("layer")["loss_increase"].apply(lambda x: x.abs().max())  # largest |drop| over seeds
-    small = 0.2 * mean_of(name, "Pre-LN", "drop_deep")  # "nearly inert": under a fifth of Pre-LN's deep-half drop
+    small = 0.2 * mean("Pre-LN", "drop_deep")  # "nearly inert": under a fifth of Pre-LN's deep-half drop
     inert_from = next((layer for layer in worst.index if (worst.loc[layer:] < small).all()), None)
     ppl = (table[(table["size"] == name) & ~table["failed"].astype(bool)].groupby("norm")["val_ppl"].mean()
            .reindex(["LNS", "Pre-LN"]))  # NaN where every run of a norm failed
-    verdicts = {key: v[f"a10-{key}-{tag}"].verdict for key in
+    verdicts = {key: by_size.verdict(size, key) for key in
                 ("drop-uniform", "drop-deep", "adjacent-distance-deep", "preln-distance-falls", "lns-above-threshold")}
     text = (f"**{size}.** Pre-LN's adjacent distance goes from {pre_d.iloc[0]:.3f} at block 1 to "
             f"{pre_d.iloc[-3:].mean():.3f} over the last three blocks (claim 4, a falling slope: "
@@ -322,17 +256,17 @@ for name in sizes:
                  f"{worst.loc[inert_from:].max():.5f} nats in any seed (under a fifth of Pre-LN's mean deep-half "
                  f"drop), and those blocks' adjacent distance averages "
                  f"{lns_d.loc[inert_from:].mean():.3f} against Pre-LN's {pre_d.loc[inert_from:].mean():.3f}")
-    text += (f". The coefficient of variation of the drop is LNS {mean_of(name, 'LNS', 'drop_cv'):.2f} against "
-             f"Pre-LN {mean_of(name, 'Pre-LN', 'drop_cv'):.2f} (claim 1, LNS more uniform: "
-             f"*{verdicts['drop-uniform']}*); the deep-half drop, {mean_of(name, 'LNS', 'drop_deep'):.5f} against "
-             f"{mean_of(name, 'Pre-LN', 'drop_deep'):.5f} nats (claim 2, LNS larger: *{verdicts['drop-deep']}*); the "
-             f"deep-half distance, {mean_of(name, 'LNS', 'adjacent_deep'):.4f} against "
-             f"{mean_of(name, 'Pre-LN', 'adjacent_deep'):.4f} (claim 3, LNS higher: "
+    text += (f". The coefficient of variation of the drop is LNS {mean('LNS', 'drop_cv'):.2f} against "
+             f"Pre-LN {mean('Pre-LN', 'drop_cv'):.2f} (claim 1, LNS more uniform: "
+             f"*{verdicts['drop-uniform']}*); the deep-half drop, {mean('LNS', 'drop_deep'):.5f} against "
+             f"{mean('Pre-LN', 'drop_deep'):.5f} nats (claim 2, LNS larger: *{verdicts['drop-deep']}*); the "
+             f"deep-half distance, {mean('LNS', 'adjacent_deep'):.4f} against "
+             f"{mean('Pre-LN', 'adjacent_deep'):.4f} (claim 3, LNS higher: "
              f"*{verdicts['adjacent-distance-deep']}*). On the figure's [0, 1] scale the share of LNS blocks above "
-             f"{threshold} is {mean_of(name, 'LNS', 'share_above'):.2f} on average (Pre-LN "
-             f"{mean_of(name, 'Pre-LN', 'share_above'):.2f}): LNS's largest raw adjacent distance, {lns_d.max():.3f} "
+             f"{threshold} is {mean('LNS', 'share_above'):.2f} on average (Pre-LN "
+             f"{mean('Pre-LN', 'share_above'):.2f}): LNS's largest raw adjacent distance, {lns_d.max():.3f} "
              f"at block {int(lns_d.idxmax())}, sets the top of its scale, and its deep half averages "
-             f"{mean_of(name, 'LNS', 'scaled_deep'):.2f} on it (Pre-LN {mean_of(name, 'Pre-LN', 'scaled_deep'):.2f}; "
+             f"{mean('LNS', 'scaled_deep'):.2f} on it (Pre-LN {mean('Pre-LN', 'scaled_deep'):.2f}; "
              f"claim 5: *{verdicts['lns-above-threshold']}*). "
              f"Validation perplexity (runs that did not fail): LNS {ppl['LNS']:.0f}, Pre-LN {ppl['Pre-LN']:.0f}.")
     paragraphs.append(text)

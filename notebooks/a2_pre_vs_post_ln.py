@@ -64,43 +64,26 @@ figures_dir = None  # default: figures/<profile>/a2_pre_vs_post_ln
 figures_dir = figures_dir or f"figures/{profile}/a2_pre_vs_post_ln"
 
 # %%
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.analysis import load_complete, stored_settings
-from cod.compare import failure_line, load_sweep
+from cod.analysis import load_sizes, norm_tables, size_label
+from cod.compare import load_size_sweep
 from cod.metrics.angular import adjacent_distances, by_offset, column_scaled
 from cod.results import spread
-from cod.verdicts import Claims, compare
+from cod.verdicts import Claims, SizeClaims, compare
 
 VARIANTS = {"Post-LN": "post_ln", "Pre-LN": "pre_ln"}  # the paper's panel order: (a, c) Post-LN, (b, d) Pre-LN
-LABELS = {variant: label for label, variant in VARIANTS.items()}
 COLORS = {"Post-LN": "C3", "Pre-LN": "C0"}
 print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
-
-
-def size_label(name: str) -> str:
-    return name.split("_", 1)[1].upper()  # a_130m -> 130M
-
-
-root = Path(analyses_root) / profile
-layers = {name: {(LABELS[variant], seed): a for (variant, seed), a in runs.items()}
-          for name, runs in load_complete(root, analyses, list(VARIANTS.values())).items()}
-if not layers:
-    raise FileNotFoundError(f"none of {analyses} has a layer analysis under {root}")
+layers, experiments = load_sizes(Path(analyses_root) / profile, analyses, VARIANTS)
 sizes = list(layers)
-settings = {name: stored_settings(root / name) for name in sizes}
-experiments = {name: settings[name]["experiment"] for name in sizes}
-for name in sizes:
-    print(f"{size_label(name)}: {len(layers[name])} runs; settings (params.yaml analyses.{name}): {settings[name]}")
 
 # %% [markdown]
 # ## The runs
@@ -109,32 +92,21 @@ for name in sizes:
 # `cod.compare`). A failed run's layers are still shown, but its row says so.
 
 # %%
-runs_dir = Path(runs_root) / profile
-finals = load_sweep(experiments, runs_dir, failure_line(runs_dir, experiments[sizes[0]]))
+def measure(a):
+    """A run's statistics over its deep half (blocks L/2 + 1 .. L) and shallow half, and its per-layer values."""
+    n = len(a.variance)
+    adjacent = adjacent_distances(a.angular)  # d(h_{l-1}, h_l): block l's input against its output
+    drop = a.removal.loss_increase
+    deep = np.arange(1, n + 1) > n // 2
+    statistics = {"adjacent_deep": adjacent[deep].mean(), "adjacent_shallow": adjacent[~deep].mean(),
+                  "drop_deep": drop[deep].mean(), "drop_shallow": drop[~deep].mean(),
+                  "drop_deep_before_last": drop[n // 2:-1].mean(), "drop_shallow_after_first": drop[1:n // 2].mean()}
+    return statistics, {"adjacent_distance": adjacent, "loss_increase": drop}
 
-rows, per_layer = [], []
-for name in sizes:
-    for (label, seed), a in layers[name].items():
-        n = len(a.variance)
-        adjacent = adjacent_distances(a.angular)  # d(h_{l-1}, h_l): block l's input against its output
-        drop = a.removal.loss_increase
-        deep = np.arange(1, n + 1) > n // 2
-        rows.append({"size": name, "norm": label, "variant": VARIANTS[label], "seed": seed, "layers": n,
-                     "base_loss": a.removal.base_loss,
-                     "adjacent_deep": adjacent[deep].mean(), "adjacent_shallow": adjacent[~deep].mean(),
-                     "drop_deep": drop[deep].mean(), "drop_shallow": drop[~deep].mean(),
-                     "drop_deep_before_last": drop[n // 2:-1].mean(),
-                     "drop_shallow_after_first": drop[1:n // 2].mean()})
-        per_layer += [{"size": name, "norm": label, "seed": seed, "layer": i + 1, "adjacent_distance": adjacent[i],
-                       "loss_increase": drop[i]} for i in range(n)]
-table = pd.DataFrame(rows)
-table = table.merge(finals[["size", "variant", "seed", "val_ppl", "failed"]], on=["size", "variant", "seed"],
-                    how="left")
-table = table.sort_values(["size", "norm", "seed"]).reset_index(drop=True)
-per_layer = pd.DataFrame(per_layer)
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
-table.to_csv(Path(figures_dir) / "per_run.csv", index=False)
-per_layer.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
+
+runs = norm_tables(layers, VARIANTS, measure, load_size_sweep(experiments, Path(runs_root) / profile))
+runs.save(figures_dir)
+table, per_layer = runs.per_run, runs.per_layer
 display(table.round(4))
 
 # %% [markdown]
@@ -172,18 +144,7 @@ for name in sizes:
 # %%
 fig, axes = plt.subplots(len(sizes), 2, figsize=(12, 4 * len(sizes)), squeeze=False)
 for row, name in enumerate(sizes):
-    at = per_layer[per_layer["size"] == name]
-    for label in VARIANTS:
-        for ax, value in zip(axes[row], ["loss_increase", "adjacent_distance"]):
-            values = at[at["norm"] == label].pivot_table(index="layer", columns="seed", values=value)
-            plots.seed_band(ax, values.index, values, COLORS[label], label, marker="o", markersize=3)
-    n = at["layer"].max()
-    for ax in axes[row]:
-        plots.halves_line(ax, n)
-        ax.set_xlabel("removed layer $l$" if ax is axes[row, 0] else "layer $l$")
-    axes[row, 0].axhline(0, color="black", linewidth=0.5, label="no loss increase")
-    axes[row, 0].set_yscale("symlog", linthresh=1e-2)
-    axes[row, 0].set_ylabel("loss increase (nats)")
+    plots.layer_bands(axes[row], per_layer[per_layer["size"] == name], COLORS, ["loss_increase", "adjacent_distance"])
     axes[row, 0].set_title(f"{size_label(name)}: removing one layer")
     axes[row, 1].set_ylabel(r"$d(x^l, x^{l+1})$")
     axes[row, 1].set_title(f"{size_label(name)}: adjacent-layer angular distance")
@@ -205,47 +166,32 @@ display(table.pivot_table(index=["size", "seed"], columns="norm", values=summary
 display(table.groupby(["size", "norm"])[summary].agg(spread))
 
 
-def per_seed(name: str, label: str, column: str) -> pd.Series:
-    return table[(table["size"] == name) & (table["norm"] == label)].set_index("seed")[column].sort_index()
-
-
-def add(size: str, key: str, text: str, paper_value: str, ours: str, verdict) -> None:
-    """One claim of one size; the per-seed summary goes before the rule's numbers in 'ours'."""
-    ours_prefix = ""
-    if size != "130M":
-        paper_value = f"no {size} figure in the paper; {paper_value}"
-        ours_prefix = "(ours) "
-    id_ = f"a2-{key}-{size.lower()}"
-    v[id_] = claims.add(id_, "Fig. 3 / section 2.2", f"{ours_prefix}{size}: {text}", paper_value,
-                        replace(verdict, why=f"{ours}; {verdict.why}"))
-
-
 claims = Claims("A", profile, sorted(int(s) for s in table["seed"].unique()))
-v = {}  # claim id -> Verdict, for the text below
+by_size = SizeClaims(claims, "a2", "Fig. 3 / section 2.2")
 for name in sizes:
     size = size_label(name)
-    pre, post = partial(per_seed, name, "Pre-LN"), partial(per_seed, name, "Post-LN")
-    add(size, "adjacent-distance-deep",
+    pre, post = partial(runs.per_seed, name, "Pre-LN"), partial(runs.per_seed, name, "Post-LN")
+    by_size.add(size, "adjacent-distance-deep",
         "deep-half layers are more similar to their neighbour (lower adjacent angular distance) under Pre-LN "
         "than under Post-LN",
         "Fig. 3 a-b (130M): Pre-LN's distance falls with depth to highly similar deep layers; Post-LN's deep "
         "layers distinct", f"mean d(x^l, x^(l+1)) over the deep half: Pre-LN {spread(pre('adjacent_deep'))}, "
                            f"Post-LN {spread(post('adjacent_deep'))}",
         compare(pre("adjacent_deep"), post("adjacent_deep")))
-    add(size, "removal-deep",
+    by_size.add(size, "removal-deep",
         "removing a deep-half layer costs less under Pre-LN than under Post-LN",
         "Fig. 3 c-d (130M, ARC-e drop): negligible for Pre-LN layers after the first; Post-LN's deep layers critical",
         f"mean loss increase (nats) over the deep half: Pre-LN {spread(pre('drop_deep'))}, "
         f"Post-LN {spread(post('drop_deep'))} (without block L: Pre-LN {spread(pre('drop_deep_before_last'))}, "
         f"Post-LN {spread(post('drop_deep_before_last'))})",
         compare(pre("drop_deep"), post("drop_deep"), scale="difference"))
-    add(size, "preln-deep-cheaper",
+    by_size.add(size, "preln-deep-cheaper",
         "under Pre-LN, removing a deep-half layer costs less than removing a shallow-half layer",
         "Fig. 3d (130M): removing most layers after the first costs negligibly (and Fig. 2 for open-weight Pre-LN)",
         f"Pre-LN mean loss increase (nats): deep half {spread(pre('drop_deep'))}, shallow half "
         f"{spread(pre('drop_shallow'))} (shallow half without block 1: {spread(pre('drop_shallow_after_first'))})",
         compare(pre("drop_deep"), pre("drop_shallow"), scale="difference"))
-    add(size, "postln-deep-costlier",
+    by_size.add(size, "postln-deep-costlier",
         "under Post-LN, removing a deep-half layer costs more than removing a shallow-half layer",
         "Fig. 3c (130M): removing early Post-LN layers costs little, deep layers are critical",
         f"Post-LN mean loss increase (nats): deep half {spread(post('drop_deep'))}, shallow half "
@@ -258,15 +204,7 @@ display(claims.save(figures_dir))
 # ## What agrees and what does not
 
 # %%
-lines = []
-for name in sizes:
-    at = {id_: verdict for id_, verdict in v.items() if id_.endswith(size_label(name).lower())}
-    lines.append(f"**{size_label(name)}** ({next(iter(at.values())).n} seeds): " + "; ".join(
-        f"{id_}: *{verdict.verdict}*" for id_, verdict in at.items()) + ".")
-left_out = [size_label(n) for n in analyses if n not in sizes]
-if left_out:
-    lines.append(f"Not analysed yet, so not judged: {', '.join(left_out)}.")
-display(Markdown("\n\n".join(lines)))
+display(Markdown(by_size.summary([size_label(name) for name in analyses if name not in sizes])))
 
 # %% [markdown]
 # ## Reading the result
@@ -274,21 +212,11 @@ display(Markdown("\n\n".join(lines)))
 # per-layer values are means over seeds.
 
 # %%
-def profile_of(name: str, label: str, value: str) -> pd.Series:
-    """Per-layer mean over seeds."""
-    at = per_layer[(per_layer["size"] == name) & (per_layer["norm"] == label)]
-    return at.groupby("layer")[value].mean()
-
-
-def mean_of(name: str, label: str, column: str) -> float:
-    return float(per_seed(name, label, column).mean())
-
-
 paragraphs = []
 for name in sizes:
-    size, tag = size_label(name), size_label(name).lower()
-    pre_d, post_d = profile_of(name, "Pre-LN", "adjacent_distance"), profile_of(name, "Post-LN", "adjacent_distance")
-    pre_r, post_r = profile_of(name, "Pre-LN", "loss_increase"), profile_of(name, "Post-LN", "loss_increase")
+    size, mean = size_label(name), partial(runs.mean, name)  # mean(norm, column): over seeds
+    pre_d, post_d = (runs.profile(name, label, "adjacent_distance") for label in ("Pre-LN", "Post-LN"))
+    pre_r, post_r = (runs.profile(name, label, "loss_increase") for label in ("Pre-LN", "Post-LN"))
     n = len(pre_d)
     shallow_pre = pre_r.loc[: n // 2]
     below = int((post_d < pre_d).sum())
@@ -296,22 +224,23 @@ for name in sizes:
     paragraphs += [
         f"**{size}, Pre-LN.** Its adjacent-layer distance goes from {pre_d.iloc[0]:.3f} at block 1 to "
         f"{pre_d.iloc[-3:].mean():.3f} over the last three blocks, and removing a deep-half block costs "
-        f"{mean_of(name, 'Pre-LN', 'drop_deep'):.4f} nats on average against "
-        f"{mean_of(name, 'Pre-LN', 'drop_shallow'):.4f} for a shallow-half one (claim 3: "
-        f"*{v[f'a2-preln-deep-cheaper-{tag}'].verdict}*); the costliest shallow block is block "
+        f"{mean('Pre-LN', 'drop_deep'):.4f} nats on average against "
+        f"{mean('Pre-LN', 'drop_shallow'):.4f} for a shallow-half one (claim 3: "
+        f"*{by_size.verdict(size, 'preln-deep-cheaper')}*); the costliest shallow block is block "
         f"{int(shallow_pre.idxmax())}.",
         f"**{size}, Post-LN similarity.** Post-LN's adjacent distance stays between {post_d.min():.3f} and "
         f"{post_d.max():.3f} at every depth and is below Pre-LN's at {below} of {n} blocks; over the deep half it "
-        f"is {mean_of(name, 'Post-LN', 'adjacent_deep'):.4f} against Pre-LN's "
-        f"{mean_of(name, 'Pre-LN', 'adjacent_deep'):.4f} (claim 1: *{v[f'a2-adjacent-distance-deep-{tag}'].verdict}*).",
+        f"is {mean('Post-LN', 'adjacent_deep'):.4f} against Pre-LN's "
+        f"{mean('Pre-LN', 'adjacent_deep'):.4f} "
+        f"(claim 1: *{by_size.verdict(size, 'adjacent-distance-deep')}*).",
         f"**{size}, Post-LN's costly layers.** Removing the last Post-LN block costs {post_r.iloc[-1]:.3f} nats; "
         f"removing any of blocks 1-{n - 1} costs {post_r.iloc[:-1].min():.4f}-{post_r.iloc[:-1].max():.4f}. "
         f"Claims 4 (Post-LN's deep half costlier than its shallow half) and 2 (Pre-LN's deep half cheaper than "
-        f"Post-LN's) are *{v[f'a2-postln-deep-costlier-{tag}'].verdict}* and "
-        f"*{v[f'a2-removal-deep-{tag}'].verdict}*; without block {n}, Post-LN's deep half costs "
-        f"{mean_of(name, 'Post-LN', 'drop_deep_before_last'):.4f} nats, against "
-        f"{mean_of(name, 'Post-LN', 'drop_shallow'):.4f} for its shallow half and "
-        f"{mean_of(name, 'Pre-LN', 'drop_deep_before_last'):.4f} for Pre-LN's deep half without its last block. "
+        f"Post-LN's) are *{by_size.verdict(size, 'postln-deep-costlier')}* and "
+        f"*{by_size.verdict(size, 'removal-deep')}*; without block {n}, Post-LN's deep half costs "
+        f"{mean('Post-LN', 'drop_deep_before_last'):.4f} nats, against "
+        f"{mean('Post-LN', 'drop_shallow'):.4f} for its shallow half and "
+        f"{mean('Pre-LN', 'drop_deep_before_last'):.4f} for Pre-LN's deep half without its last block. "
         f"Validation perplexity: Post-LN {ppl['Post-LN']:.0f}, Pre-LN {ppl['Pre-LN']:.0f}"
         + (" (no run failed)." if not table[table["size"] == name]["failed"].any() else
            f" ({int(table[table['size'] == name]['failed'].sum())} failed runs among them)."),

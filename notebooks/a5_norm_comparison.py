@@ -72,7 +72,7 @@ import cod.verdicts
 from cod import plots
 from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
 from cod.results import load_history
-from cod.verdicts import REPRODUCED, Claims, best_of, compare, diverged, one_sample
+from cod.verdicts import REPRODUCED, Claims, best_of, compare, diverged, one_sample, too_few_rivals
 
 ROWS = {"Post-LN": "post_ln", "DeepNorm": "deepnorm", "Mix-LN": "mix_ln", "Pre-LN": "pre_ln", "LNS": "lns"}
 PAPER = pd.DataFrame({"130M": [26.95, 27.17, 26.07, 26.73, 25.76],
@@ -243,7 +243,7 @@ for size in sizes:
     failed[size] = {label: by_seed(at, variant, "failed") for label, variant in ROWS.items()}
     v[f"a5-lns-best-{tag}"] = claims.add(
         f"a5-lns-best-{tag}", "Table 1", f"LNS has the lowest perplexity of the five norms ({size})",
-        f"{p['LNS']}, best of five", judged(at, list(ROWS), lambda: best_of(q, "LNS", paper=p[p < 1000])))
+        f"{p['LNS']}, best of five", judged(at, list(ROWS), lambda: too_few_rivals(q, "LNS") or best_of(q, "LNS", paper=p[p < 1000])))
     v[f"a5-lns-beats-pre-ln-{tag}"] = claims.add(
         f"a5-lns-beats-pre-ln-{tag}", "Table 1 / Fig. 6", f"LNS ends below Pre-LN ({size})",
         f"{p['LNS']} vs {p['Pre-LN']}",

@@ -60,7 +60,7 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
+from cod.compare import load_variants, perplexities, ppl_and_loss, ppl_table
 from cod.results import load_history
 from cod.verdicts import REPRODUCED, Claims, best_of, compare, effect_text
 
@@ -70,9 +70,7 @@ PAPER = pd.DataFrame({"130M": [26.73, 27.91, 28.01, 26.51, 26.07, 25.76]},
                      index=list(ROWS))  # PAPER_NUMBERS.md, A-Table 7
 
 runs_dir = Path(runs_root) / profile
-chance = failure_line(runs_dir, experiment)
-sweep = load_sweep({"130M": experiment}, runs_dir, chance)
-sweep = sweep[sweep["variant"].isin(ROWS.values())]
+sweep, chance = load_variants(experiment, runs_dir, list(ROWS.values()))
 print(f"profile={profile}: {len(sweep)} runs; failure line (unigram perplexity) {chance:.1f}")
 display(sweep[["variant", "seed", "status", "val_ppl", "failed", "tokens"]].sort_values(["variant", "seed"]))
 print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
@@ -97,13 +95,8 @@ display(table)
 
 # %%
 history = load_history(experiment, runs_dir)
-fig, (ax_ppl, ax) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [2, 3]})
-ppl_dots(ax_ppl, sweep, ROWS, PAPER["130M"])
+fig, ax_ppl, ax = ppl_and_loss(sweep, history, ROWS, PAPER["130M"], "paper A, Table 7")
 ax_ppl.set_title("Table 7: final perplexity at 130M")
-ppl_dots_legend(fig, "paper A, Table 7", loc="outside lower center", ncol=3)
-plots.loss_curves(ax, history, ROWS, smooth=5)
-ax.set_ylim(top=history["loss"].quantile(0.5) + 1.0)
-ax.legend()
 ax.set_title(f"Table 7's norms at 130M: training loss ({profile} profile)")
 plots.save(fig, figures_dir, "loss_curves")
 plt.show()
@@ -112,8 +105,8 @@ plt.show()
 # ## Claims, judged by the rule
 
 # %%
-ppl = {label: by_seed(sweep, variant) for label, variant in ROWS.items()}
-failed = {label: by_seed(sweep, variant, "failed") for label, variant in ROWS.items()}
+seeds = perplexities(sweep, ROWS)
+ppl, failed = seeds.ppl, seeds.failed
 paper = PAPER["130M"]
 claims = Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique()))
 v = {}  # claim id -> Verdict, for the text below
@@ -143,13 +136,7 @@ display(claims.save(figures_dir))
 # Generated from the runs above on every execution, so its numbers are those of this run.
 
 # %%
-def ours(label: str) -> str:
-    return cell(ppl[label], digits=0, failed=failed[label])
-
-
-def mean(label: str) -> float:
-    """Mean perplexity over the seeds that did not fail."""
-    return float(ppl[label][~failed[label]].mean())
+ours, mean = seeds.text, seeds.mean  # a row's perplexity as text; its mean over the seeds that did not fail
 
 
 def side(label: str) -> str:

@@ -14,7 +14,7 @@ from cod.results import save_claims
 from cod.verdicts import (ALPHA, BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Claims, Verdict,
                           accuracy_at_chance, accuracy_floor, accuracy_se, attention_near_uniform, best_of,
                           beyond_reach, compare, decide, diverged, effect_text, ladder_slopes, monotone, one_sample,
-                          t_interval, usefulness_at_floor, welch_interval)
+                          t_interval, too_few_rivals, usefulness_at_floor, welch_interval)
 
 N_SIM = 20_000  # simulated claims per case: Monte-Carlo standard error of a 5% rate 0.0015
 RUNGS = 4
@@ -371,3 +371,11 @@ def test_claims_save_writes_a_ledger_that_save_claims_accepts(tmp_path, register
     with pytest.raises(ValueError, match="probably"):
         bad.save(tmp_path / "bad")
     assert not (tmp_path / "bad" / "claims.json").exists()
+
+
+def test_a_best_of_claim_waits_for_two_rivals_with_runs():
+    ran, empty = pd.Series({0: 1.0, 1: 2.0}), pd.Series({0: np.nan, 1: np.nan})
+    assert too_few_rivals({"LNS": ran, "Pre-LN": ran, "Post-LN": ran}, "LNS") is None
+    reason = too_few_rivals({"LNS": ran, "Pre-LN": ran, "Post-LN": empty, "DeepNorm": pd.Series(dtype=float)}, "LNS")
+    assert reason.startswith("only Pre-LN trained beside LNS") and "2 rivals" in reason
+    assert too_few_rivals({"LNS": ran}, "LNS", least=1).startswith("only no other entry")
