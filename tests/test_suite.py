@@ -39,3 +39,13 @@ def test_the_readme_table_is_the_record():
     readme = (TESTS.parent / "README.md").read_text()
     block = readme.split(timing.MARKERS[0], 1)[1].split(timing.MARKERS[1], 1)[0]
     assert block.strip() == timing.table(timing.recorded())
+
+
+def test_the_timing_record_keeps_the_slowest_test_phases():
+    output = ("============ slowest 20 durations ============\n"
+              "964.12s setup    tests/test_pipeline.py::test_notebooks_run\n"
+              "12.50s call     tests/test_train.py::test_resume[cpu]\n"
+              "(3 durations < 0.005s hidden.)\n3 passed in 980.00s\n")
+    assert timing.slowest(output) == [
+        {"seconds": 964.12, "phase": "setup", "test": "tests/test_pipeline.py::test_notebooks_run"},
+        {"seconds": 12.5, "phase": "call", "test": "tests/test_train.py::test_resume[cpu]"}]

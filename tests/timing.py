@@ -7,7 +7,8 @@ rewritten from that record (its numbers are measured here, never typed).
 
 Wall seconds are what a user waits; CPU seconds (user + system, of every process the suite
 starts) change less with the machine's load, which the record keeps beside them (the load
-average over the minute before the run began).
+average over the minute before the run began), with the slowest test phases (pytest's
+--durations): where the next saving lies.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ SUITES = {  # the Makefile's targets, and the pytest arguments they run
     "make test-fast": ["-q", "-n", "auto", "--dist", "loadfile", "-m", "not slow"],
 }
 SUMMARY = re.compile(r"^=* ?(\d+ \w+(?:, \d+ \w+)*) in [\d.]+s", re.MULTILINE)
+DURATIONS = 20  # the slowest test phases kept in the record: where the next saving lies
+SLOWEST = re.compile(r"^([\d.]+)s (setup|call|teardown) +(\S+)$", re.MULTILINE)
 
 
 def counts(output: str) -> dict[str, int]:
@@ -43,6 +46,11 @@ def counts(output: str) -> dict[str, int]:
     return {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", found[-1])}
 
 
+def slowest(output: str) -> list[dict]:
+    """pytest's --durations lines ('964.12s setup    tests/test_pipeline.py::test_x') as records."""
+    return [{"seconds": float(seconds), "phase": phase, "test": test} for seconds, phase, test in SLOWEST.findall(output)]
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -51,10 +59,11 @@ def children_cpu() -> float:
 def time_suite(name: str) -> dict:
     """Run suite `name` once; its record."""
     load, cpu, started = os.getloadavg()[0], children_cpu(), time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", *SUITES[name]], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "pytest", *SUITES[name], f"--durations={DURATIONS}"], cwd=ROOT,
+                          capture_output=True, text=True)
     return {"suite": name, "date": date.today().isoformat(), "wall_s": round(time.monotonic() - started, 1),
             "cpu_s": round(children_cpu() - cpu, 1), "cores": os.cpu_count(), "load_before": round(load, 2),
-            "exit": done.returncode, "tests": counts(done.stdout)}
+            "exit": done.returncode, "tests": counts(done.stdout), "slowest": slowest(done.stdout)}
 
 
 def recorded() -> list[dict]:
