@@ -16,6 +16,7 @@ from cod.config import run_config_from_dict
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "beyond reach", "holds", "holds loosely", "fails")
 CLAIM_KEYS = ("id", "paper", "item", "claim", "source", "paper_value", "ours", "verdict", "profile")
+CLAIM_DIGITS = 12  # significant digits a claim's numbers keep: re-executing a notebook rewrites no last-digit noise
 
 
 def train_command(experiment: str, profile: str) -> str:
@@ -110,8 +111,19 @@ def save_claims(figures_dir: str | Path, claims: list[dict[str, Any]]) -> Path:
             raise ValueError(f"claim {claim['id']!r}: verdict {claim['verdict']!r}; allowed: {VERDICTS}")
     path = Path(figures_dir) / "claims.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(claims, indent=2) + "\n")
+    path.write_text(json.dumps(rounded(claims), indent=2) + "\n")
     return path
+
+
+def rounded(value: Any, digits: int = CLAIM_DIGITS) -> Any:
+    """`value` with every float (in lists and dicts too) cut to `digits` significant digits."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(v, digits) for v in value]
+    return value
 
 
 def load_model(path: str | Path):

@@ -83,9 +83,12 @@ def test_the_python_blocks_run_as_written_each_on_its_own(pipeline_data, monkeyp
 
 
 def _run(words: list[str], out: Path, data: Path, *extra: str) -> None:
-    """A README command with its --out moved to `out` and a two-step budget on the miniature data."""
+    """A README command with its --out (and --weights) moved to `out` and a two-step budget on the
+    miniature data."""
     words = [sys.executable if w.endswith("/python") else w for w in words]
     words[words.index("--out") + 1] = str(out)
+    if "--weights" in words:
+        words[words.index("--weights") + 1] = str(out / "weights")
     if words[0] == "torchrun":
         at = words.index("cod.run") + 1  # no GPU in the test: gloo on the CPU
         words = [sys.executable, "-m", "torch.distributed.run", "--master_port", "29541", *words[1:at], "--device",

@@ -379,3 +379,12 @@ def test_a_best_of_claim_waits_for_two_rivals_with_runs():
     reason = too_few_rivals({"LNS": ran, "Pre-LN": ran, "Post-LN": empty, "DeepNorm": pd.Series(dtype=float)}, "LNS")
     assert reason.startswith("only Pre-LN trained beside LNS") and "2 rivals" in reason
     assert too_few_rivals({"LNS": ran}, "LNS", least=1).startswith("only no other entry")
+
+
+def test_claims_keep_twelve_significant_digits_so_reexecution_does_not_churn(tmp_path):
+    row = {"id": "x", "paper": "A", "item": "i", "claim": "c", "source": "paper", "paper_value": 1.0, "ours": "o",
+           "verdict": REPRODUCED, "profile": "default", "mean": 0.1 + 0.2, "ci_low": -0.009401426227778412,
+           "seeds": [0, 1], "paper_effect": None}
+    saved = json.loads(save_claims(tmp_path, [row]).read_text())[0]
+    assert saved["mean"] == 0.3 and saved["ci_low"] == -0.00940142622778 and saved["seeds"] == [0, 1]
+    assert saved["paper_effect"] is None and saved["ours"] == "o"
