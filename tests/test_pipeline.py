@@ -60,7 +60,10 @@ def smoke_repo(tmp_path_factory) -> Path:
     (ROOT / ".cache").mkdir(exist_ok=True)  # converted open-weight models: made once, shared with test_pretrained
     (repo / ".cache").symlink_to(ROOT / ".cache", target_is_directory=True)
     params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["profile"] = params["headline_profile"] = params["notebooks"]["h0_pilot"]["profile"] = "smoke"
+    params["profile"] = params["headline_profile"] = "smoke"
+    for notebook in params["notebooks"].values():  # those bound to a profile of their own (h0_pilot, h1_depth_map)
+        if "profile" in notebook:
+            notebook["profile"] = "smoke"
     # one decoder, the adapted one (Gemma-3): a Jacobian costs width x depth backward passes at any token count,
     # and the converted decoders run the code of tests/test_open_weights.py
     params["open_weights"]["models"] = ["gemma3-270m"]
