@@ -16,6 +16,7 @@ import argparse
 import json
 from collections import defaultdict
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from cod import ROOT
@@ -111,14 +112,10 @@ def bench_rows(calls: list[dict]) -> tuple[list[str], list[str], list[str]]:
                     f"| {_range([100 * x['mfu'] for x in runs], '{:.1f}')}% | {peak} | "
                     f"{f'{estimate:.1f}' if estimate else '-'} | {ratio} | {len(runs)} |")
     missing = [f"`{label}` {way}" for label, way in sorted(skipped - set(measured))]
-    speedups = [f"`{label}` {_median(measured[(label, 'compiled')]) / _median(measured[(label, 'eager')]):.2f}x"
+    speed = {key: median(r["tokens_per_s"] for r in runs) for key, runs in measured.items()}
+    speedups = [f"`{label}` {speed[(label, 'compiled')] / speed[(label, 'eager')]:.2f}x"
                 for label, way in sorted(measured) if way == "compiled" and (label, "eager") in measured]
     return rows, missing, speedups
-
-
-def _median(runs: list[dict]) -> float:
-    speeds = sorted(r["tokens_per_s"] for r in runs)
-    return (speeds[len(speeds) // 2] + speeds[(len(speeds) - 1) // 2]) / 2
 
 
 def science_rows(calls: list[dict]) -> list[str]:

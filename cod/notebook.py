@@ -362,12 +362,6 @@ def render_all_html(folder: Path | None = None) -> list[Path]:
     return pages
 
 
-def notebook_stages(dvc_file: Path = ROOT / "dvc.yaml") -> list[str]:
-    """Names of the DVC stages that execute a notebook."""
-    stages = load_yaml(dvc_file)["stages"]
-    return [name for name, stage in stages.items() if "cod.notebook" in str(stage.get("cmd", ""))]
-
-
 def resolved_stages(dvc_file: Path = ROOT / "dvc.yaml") -> dict[str, dict[str, Any]]:
     """Each notebook stage's command, deps and outs (paths), with DVC's `${name}` replaced by the
     value of params.yaml's top-level `name` (the only variables notebook stages use)."""
