@@ -44,12 +44,9 @@ import hashlib
 import logging
 import os
 import re
-import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -58,6 +55,7 @@ import nbformat
 
 from cod import ROOT, load_yaml
 from cod.config import ConfigError, parse_override
+from cod.pipeline import resolved_stages, run_stages
 from cod.png import compact_png
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -362,71 +360,11 @@ def render_all_html(folder: Path | None = None) -> list[Path]:
     return pages
 
 
-def resolved_stages(dvc_file: Path = ROOT / "dvc.yaml") -> dict[str, dict[str, Any]]:
-    """Each notebook stage's command, deps and outs (paths), with DVC's `${name}` replaced by the
-    value of params.yaml's top-level `name` (the only variables notebook stages use)."""
-    params = load_params()
-
-    def resolve(text: str) -> str:
-        return re.sub(r"\$\{(\w+)\}", lambda match: str(params[match.group(1)]), text)
-
-    return {name: {"cmd": resolve(stage["cmd"]), "deps": [resolve(d) for d in stage.get("deps", [])],
-                   "outs": [resolve(next(iter(o)) if isinstance(o, dict) else o) for o in stage.get("outs", [])]}
-            for name, stage in load_yaml(dvc_file)["stages"].items() if "cod.notebook" in str(stage.get("cmd", ""))}
-
-
-def waves(outputs: dict[str, list[str]], inputs: dict[str, list[str]]) -> list[list[str]]:
-    """The stages in waves: each stage after every stage one of whose `outputs` (paths) holds one of
-    its `inputs`; a stage waits for none of its own."""
-    def inside(path: str, folder: str) -> bool:
-        return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-    after = {name: {other for other, outs in outputs.items() if other != name
-                    and any(inside(dep, out) for dep in inputs[name] for out in outs)} for name in outputs}
-    done, order = set(), []
-    while len(done) < len(after):
-        ready = [name for name, needs in after.items() if name not in done and needs <= done]
-        if not ready:
-            raise ConfigError(f"notebook stages read each other's outputs in a circle: {sorted(set(after) - done)}")
-        order.append(ready)
-        done.update(ready)
-    return order
-
-
-def execute_stage(command: str) -> tuple[int, str, float]:
-    """A stage's shell command run from the repository with this interpreter first on PATH: its exit
-    status, its output and its seconds."""
-    started = time.time()
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run(command, shell=True, cwd=ROOT, env=env, capture_output=True, text=True)
-    return done.returncode, done.stdout + done.stderr, time.time() - started
-
-
 def regenerate_all(jobs: int = 2) -> None:
     """Re-execute every notebook stage, `jobs` at a time in dependency waves, and record them in
     dvc.lock; none of the stages they would need weights for runs."""
-    stages = resolved_stages()
-    order = waves({name: stage["outs"] for name, stage in stages.items()},
-                  {name: stage["deps"] for name, stage in stages.items()})
-    print(f"[notebooks] regenerating {len(stages)} notebooks, {jobs} at a time: {', '.join(stages)}", flush=True)
-    executed, failed = [], []
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for wave in order:
-            if failed:  # a later wave reads what failed
-                break
-            for name, (code, output, seconds) in zip(wave, pool.map(execute_stage, [stages[n]["cmd"] for n in wave])):
-                print(f"[notebooks] {name}: {'done' if code == 0 else f'failed (exit {code})'} in {seconds:.0f} s",
-                      flush=True)
-                if code == 0:
-                    executed.append(name)
-                else:
-                    print("\n".join(output.splitlines()[-60:]), file=sys.stderr, flush=True)
-                    failed.append(name)
-    if executed:  # `dvc commit` without targets would commit every stage
-        subprocess.run([sys.executable, "-m", "dvc", "commit", "--force", *executed], cwd=ROOT, check=True)
-    if failed:
-        raise SystemExit(f"[notebooks] failed: {', '.join(failed)} (output above); the {len(executed)} others are "
-                         "recorded in dvc.lock")
+    run_stages({name: stage for name, stage in resolved_stages().items() if "cod.notebook" in stage.cmd},
+               jobs, "notebooks")
 
 
 class _LineHandler(logging.StreamHandler):

@@ -56,10 +56,17 @@ def settings_help() -> str:
     return "\n".join(["settings (key.path=value; values are read as YAML):", *describe_settings()])
 
 
+class SettingsParser(argparse.ArgumentParser):
+    """An argument parser whose help ends with every setting (built only for --help: it parses source)."""
+
+    def format_help(self) -> str:
+        return f"{super().format_help()}\n{settings_help()}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m cod.run", description=f"{__doc__}\n{train.__doc__}",
-                                     epilog=settings_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = SettingsParser(prog="python -m cod.run", description=f"{__doc__}\n{train.__doc__}",
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="folder for config, history and final metrics")
     parser.add_argument("--weights", help="folder for checkpoints and final weights (default: --out)")
     parser.add_argument("--name", help="label of the progress lines (default: the folder name)")

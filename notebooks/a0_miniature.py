@@ -47,6 +47,8 @@ figures_dir = None  # default: figures/<profile>/a0_miniature
 budget_hours = 4.0  # criterion 1: the complete profile on 2 cores
 min_tokens_per_param = 10.0  # criterion 2, paper A
 chosen_size = "a130m"  # the size the default profile uses for paper A's 130M, checked against the pilot
+readme = "README.md"  # its pilot block is rewritten when the profile below runs
+readme_profile = "default"  # the profile whose pilot the README shows
 
 # %%
 figures_dir = figures_dir or f"figures/{profile}/a0_miniature"
@@ -60,7 +62,7 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-from cod import plots
+from cod import plots, scoreboard
 from cod.config import run_config
 from cod.params import load_params, resolve_runs
 from cod.plan import plan
@@ -181,7 +183,8 @@ chosen_width = params["profiles"][profile]["sizes"][chosen_size]["model.d_model"
 consistent = best is not None and widths[best] == chosen_width
 verdict_text = (
     f"At equal compute (~{per_run_budget:.0f} core-seconds a run), "
-    f"{', '.join(f'width {widths[v]}' for v in qualifies.index) or 'no candidate'} reach "
+    + (f"width{'s' if len(qualifies) > 1 else ''} {' and '.join(str(widths[v]) for v in qualifies.index)}"
+       if len(qualifies) else "no width") + " reach "
     f"{min_tokens_per_param:g} tokens per parameter; among them width "
     f"{widths[best] if best else '-'} has the lowest validation loss. The complete profile is estimated at "
     f"{hours['all']:.2f} h on {params['profiles'][profile].get('jobs', 1)} cores (budget {budget_hours:g} h). "
@@ -196,6 +199,46 @@ if best is not None and lowest != best:
         f"({pilot.loc[lowest, 'val loss']:.3f} nats against {pilot.loc[best, 'val loss']:.3f}) at "
         f"{pilot.loc[lowest, 'tokens/param']:.1f} tokens per parameter: the price of criterion 2 in loss."))
 save_claims(figures_dir, [])  # a0 judges no paper claim: it fixes the scale the others are judged at
+
+
+# %% [markdown]
+# ## The README's account of the pilot (the `default` profile only)
+
+# %%
+def shape_text(size: str) -> str:
+    cfg = run_config({**params["profiles"][profile]["base"], **params["profiles"][profile]["sizes"][size]})
+    return (f"{cfg.model.n_layers} layers, width {cfg.model.d_model}, {cfg.model.n_heads} heads, SwiGLU {cfg.model.ffn_width}, "
+            f"sequence {cfg.data.seq_len}; {cfg.train.steps} steps of {cfg.data.batch_size} x {cfg.data.seq_len}")
+
+
+pilot_rows = [f"| {'**' if v == best else ''}{widths[v]}{'**' if v == best else ''} "
+              f"| {row['non-embedding params'] / 1e3:.0f}K | {row['tokens'] / 1e6:.2f}M | {row['tokens/param']:.1f} "
+              f"| {row['tokens/s'] / 1e3:.1f}K | {row['val loss']:.2f} |" for v, row in pilot.iterrows()]
+profile_rows = [f"| `{size}` | {shape_text(size)} | {row[f'{profile} tokens'] / 1e6:.2f}M "
+                f"| {row[f'{profile} tokens/param']:.1f} | {row['paper tokens/param']:.1f} "
+                f"| {row['epochs of the offline split']:.2f} |" for size, row in ratios.iterrows()]
+seeds = final.groupby("variant")["seed"].nunique().min()
+pilot_block = "\n".join([
+    f"The pilot trained paper A's 12-layer model at {len(pilot)} widths for the same compute (about "
+    f"{per_run_budget:.0f} core-seconds each, {seeds} seeds; `a0_miniature`, generated from its runs). Its "
+    f"throughput was {pilot['tokens/s'].min() / 1e3:.1f}K-{pilot['tokens/s'].max() / 1e3:.1f}K tokens/s on one "
+    "core (two runs side by side); the width chosen is bold:",
+    "",
+    "![Pilot: loss against tokens and compute](figures/default/a0_miniature/pilot_loss_vs_tokens_and_compute.png)",
+    "",
+    "| width | non-embedding params | tokens | tokens/param | tokens/s | val loss (mean of seeds) |",
+    "|---|---|---|---|---|---|",
+    *pilot_rows,
+    "",
+    f"{verdict_text} The resulting shapes, with the papers' tokens per non-embedding parameter beside ours:",
+    "",
+    "| size | shape and tokens a run | tokens a run | tokens / param | paper's tokens / param | epochs of the offline split |",
+    "|---|---|---|---|---|---|",
+    *profile_rows,
+])
+display(Markdown(pilot_block))
+if profile == readme_profile and scoreboard.update_readme(readme, pilot_block, scoreboard.DEFAULT_PILOT_MARKERS):
+    print(f"{readme}: pilot block updated")
 
 # %% [markdown]
 # **Reading the result.** The criterion is a statement about the training regime, not about

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cod import ROOT, curves, stages
+from cod import ROOT, curves, pipeline, stages
+from cod.config import ConfigError
 
 NOTEBOOK_STAGES = stages.notebook_stages()
 
@@ -173,3 +174,59 @@ def test_a_headline_stage_runs_its_notebook_on_the_headline_profiles_experiments
         assert experiments <= set(params["headline_experiments"]), name
         for experiment in experiments:
             assert f"runs/${{headline_profile}}/{experiment}" in stage["deps"], (name, experiment)
+
+
+def test_stages_run_side_by_side_as_dvc_resolves_them():
+    """cod.pipeline reads a `foreach` stage as DVC resolves it (its group's name stands for all its
+    items), orders stages by what they read, and refuses a stage dvc.yaml lacks before running anything."""
+    found = pipeline.resolved_stages(["prepare", "train@a_130m", "analyse@a_130m"])
+    assert found["train@a_130m"].cmd == "python -m cod.experiments train a_130m"
+    assert "data/tokens" in found["train@a_130m"].deps and "data/tokens" in found["prepare"].outs
+    order = pipeline.waves({name: stage.outs for name, stage in found.items()},
+                           {name: stage.deps for name, stage in found.items()})
+    assert order == [["prepare"], ["train@a_130m"], ["analyse@a_130m"]]
+    group = pipeline.resolved_stages(["train"])
+    assert "train@a_130m" in group and "train_headline@h_130m" not in group and "prepare" not in group
+    with pytest.raises(ConfigError, match="stage train@nothing: not in dvc.yaml; allowed: .*prepare"):
+        pipeline.resolved_stages(["train@nothing", "train"])
+    with pytest.raises(ConfigError, match="jobs=0: allowed: a positive integer"):
+        pipeline.run_stages(found, jobs=0)
+
+
+def test_notebooks_that_read_others_outputs_wait_for_them():
+    outputs = {"a4": ["figures/default/a4", "notebooks/executed/default/a4.ipynb"], "b1": ["figures/default/b1"],
+               "claims": ["figures/default/claims"], "site": ["figures/site"]}
+    inputs = {"a4": ["runs/default/a_130m", "cod/plots.py"], "b1": ["analyses/default/b_depth"],
+              "claims": ["figures/default/a4/claims.json", "figures/default/b1/claims.json"],
+              "site": ["figures/default/claims/summary.json", "figures/default/a4"]}
+    assert pipeline.waves(outputs, inputs) == [["a4", "b1"], ["claims"], ["site"]]
+    assert pipeline.waves({"a": ["figures/a"]}, {"a": ["figures/a/claims.json"]}) == [["a"]]  # its own outputs
+    assert pipeline.waves({"a": ["runs/x/a"], "all": ["curves"]}, {"a": [], "all": ["runs/x"]}) == [["a"], ["all"]]
+    assert pipeline.waves({"a": ["figures/ab"], "b": ["figures/a"]}, {"a": [], "b": ["figures/ab/x"]}) == [["a"], ["b"]]
+    assert pipeline.waves({"a": ["figures/ab"], "b": ["figures/a"]}, {"a": [], "b": ["figures/abc"]}) == [["a", "b"]]
+    with pytest.raises(ConfigError, match="in a circle: \\['a', 'b'\\]"):
+        pipeline.waves({"a": ["x"], "b": ["y"]}, {"a": ["y/1"], "b": ["x"]})
+
+
+def test_stages_run_as_soon_as_what_they_read_exists_and_a_failure_stops_the_rest(tmp_path, capsys):
+    """In a throwaway DVC repository: `slow` does not hold back `second`, which reads only `first`;
+    the stages that ran are recorded in dvc.lock (`dvc status` clean for them); after `broken`
+    fails, `after_broken` never starts."""
+    stages_yaml = {"first": {"cmd": "echo 1 > a", "outs": ["a"]},
+                   "slow": {"cmd": "sleep 3 && echo 3 > s", "outs": ["s"]},
+                   "second": {"cmd": "cat a > b", "deps": ["a"], "outs": ["b"]},
+                   "broken": {"cmd": "cat b > c && exit 3", "deps": ["b"], "outs": ["c"]},
+                   "after_broken": {"cmd": "cat c > d", "deps": ["c"], "outs": ["d"]}}
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages_yaml}))
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    for command in (["git", "init", "-q"], [sys.executable, "-m", "dvc", "init", "-q"]):
+        subprocess.run(command, cwd=tmp_path, check=True, env=env)
+    found = pipeline.resolved_stages(None, tmp_path)
+    with pytest.raises(SystemExit, match="failed: broken .*not run: after_broken; the 3 others"):
+        pipeline.run_stages(found, jobs=2, repo=tmp_path)
+    finished = [line.split(":")[0].removeprefix("[stages] ") for line in capsys.readouterr().out.splitlines()[1:]]
+    assert finished.index("second") < finished.index("slow") and finished.index("broken") < finished.index("slow")
+    assert not (tmp_path / "d").exists()
+    status = json.loads(subprocess.run([sys.executable, "-m", "dvc", "status", "--json"], cwd=tmp_path, env=env,
+                                       capture_output=True, text=True, check=True).stdout)
+    assert set(status) == {"broken", "after_broken"}

@@ -181,20 +181,6 @@ def test_stabilise_drops_the_timings_and_keeps_the_outcome():
     nbformat.validate(nb)
 
 
-def test_notebooks_that_read_others_outputs_wait_for_them():
-    outputs = {"a4": ["figures/default/a4", "notebooks/executed/default/a4.ipynb"], "b1": ["figures/default/b1"],
-               "claims": ["figures/default/claims"], "site": ["figures/site"]}
-    inputs = {"a4": ["runs/default/a_130m", "cod/plots.py"], "b1": ["analyses/default/b_depth"],
-              "claims": ["figures/default/a4/claims.json", "figures/default/b1/claims.json"],
-              "site": ["figures/default/claims/summary.json", "figures/default/a4"]}
-    assert notebook.waves(outputs, inputs) == [["a4", "b1"], ["claims"], ["site"]]
-    assert notebook.waves({"a": ["figures/a"]}, {"a": ["figures/a/claims.json"]}) == [["a"]]  # its own outputs
-    assert notebook.waves({"a": ["figures/ab"], "b": ["figures/a"]}, {"a": [], "b": ["figures/ab/x"]}) == [["a"], ["b"]]
-    assert notebook.waves({"a": ["figures/ab"], "b": ["figures/a"]}, {"a": [], "b": ["figures/abc"]}) == [["a", "b"]]
-    with pytest.raises(ConfigError, match="in a circle: \\['a', 'b'\\]"):
-        notebook.waves({"a": ["x"], "b": ["y"]}, {"a": ["y/1"], "b": ["x"]})
-
-
 def test_regenerating_every_notebook_refuses_a_job_count_below_one(capsys):
     with pytest.raises(SystemExit):
         notebook.main(["--all", "--jobs", "0"])

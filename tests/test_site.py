@@ -13,7 +13,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from cod import site
 from cod.registry import load_registry
@@ -169,6 +169,6 @@ def test_a_claims_figure_and_notebook_open_in_a_browser(browser, index):
         assert Path(unquote(urlparse(link).path)).is_file(), link
     browser.get(figure)
     assert browser.execute_script("return document.images[0].naturalWidth") > 0
-    browser.get(notebook)
-    assert browser.find_elements(By.CSS_SELECTOR, ".jp-Cell")
+    browser.get(notebook)  # a large page: on a loaded machine its cells may render after the load event
+    assert WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".jp-Cell"))
     assert "a4_variance_dynamics" in browser.page_source

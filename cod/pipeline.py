@@ -1,0 +1,139 @@
+"""DVC stages side by side. `dvc repro` runs one stage at a time, and most of a small stage's time
+is Python starting; this runs the stages' own commands (as DVC resolves them) `jobs` at a time,
+each as soon as the stages whose outputs it reads have run, then records them all in dvc.lock
+with one `dvc commit`: what `dvc repro` of the same stages, one after another, would leave.
+
+    python -m cod.pipeline train@a_130m analyse@a_130m --jobs 2
+    python -m cod.pipeline prepare train analyse          # a foreach stage's name: all its items
+
+`cod.notebook --all` (`make notebooks`) runs the notebook stages this way; the smoke pipeline test
+runs the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+
+from cod import ROOT
+from cod.config import ConfigError
+
+
+@dataclass
+class Stage:
+    """A stage as DVC resolves it (`foreach` items and `${...}` variables filled in)."""
+
+    cmd: str  # the shell command
+    deps: list[str]  # paths it reads, relative to the repository
+    outs: list[str]  # paths it writes
+
+
+def resolved_stages(names: list[str] | None = None, repo: Path = ROOT) -> dict[str, Stage]:
+    """The named stages of dvc.yaml in file order (all when `names` is None), as DVC resolves them; a
+    `foreach` stage's name stands for all its items (`train` for `train@a_130m`, ...)."""
+    from dvc.repo import Repo  # lazy: DVC's import costs ~1 s, and only this function needs it
+
+    with Repo(str(repo)) as dvc_repo:
+        found = {stage.name: Stage(" && ".join([stage.cmd] if isinstance(stage.cmd, str) else stage.cmd),
+                                         [d.def_path for d in stage.deps], [o.def_path for o in stage.outs])
+                 for stage in dvc_repo.index.stages if getattr(stage, "cmd", None)}
+    if names is None:
+        return found
+    chosen = {address: stage for address, stage in found.items() if {address, address.split("@")[0]} & set(names)}
+    unknown = sorted(set(names) - {part for address in chosen for part in (address, address.split("@")[0])})
+    if unknown:
+        groups = sorted({address.split("@")[0] for address in found if "@" in address})
+        raise ConfigError(f"stage {', '.join(unknown)}: not in dvc.yaml; allowed: a stage's name "
+                          f"({', '.join(found)}) or a foreach group's ({', '.join(groups)})")
+    return chosen
+
+
+def prerequisites(outputs: dict[str, list[str]], inputs: dict[str, list[str]]) -> dict[str, set[str]]:
+    """For each stage, the stages one of whose `outputs` (paths) holds one of its `inputs` or lies
+    inside one (a folder it reads whole); never itself."""
+    def inside(path: str, folder: str) -> bool:
+        return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+    return {name: {other for other, outs in outputs.items() if other != name
+                   and any(inside(dep, out) or inside(out, dep) for dep in inputs[name] for out in outs)}
+            for name in outputs}
+
+
+def waves(outputs: dict[str, list[str]], inputs: dict[str, list[str]]) -> list[list[str]]:
+    """The stages in waves: each stage after all its `prerequisites`. Raises ConfigError on a circle."""
+    after = prerequisites(outputs, inputs)
+    done, order = set(), []
+    while len(done) < len(after):
+        ready = [name for name, needs in after.items() if name not in done and needs <= done]
+        if not ready:
+            raise ConfigError(f"stages read each other's outputs in a circle: {sorted(set(after) - done)}")
+        order.append(ready)
+        done.update(ready)
+    return order
+
+
+def execute_stage(command: str, repo: Path = ROOT) -> tuple[int, str, float]:
+    """A stage's shell command run from `repo` with this interpreter first on PATH: its exit status,
+    its output and its seconds."""
+    started = time.time()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(command, shell=True, cwd=repo, env=env, capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr, time.time() - started
+
+
+def run_stages(stages: dict[str, Stage], jobs: int = 2, label: str = "stages", repo: Path = ROOT) -> None:
+    """Run `stages`, `jobs` at a time, each as soon as its prerequisites have run, and record those
+    that succeeded in dvc.lock; after a failure no further stage starts. Raises SystemExit naming
+    what failed."""
+    if jobs < 1:
+        raise ConfigError(f"jobs={jobs}: allowed: a positive integer")
+    outputs, inputs = {n: s.outs for n, s in stages.items()}, {n: s.deps for n, s in stages.items()}
+    waves(outputs, inputs)  # refuses a circle before anything runs
+    waiting = prerequisites(outputs, inputs)
+    print(f"[{label}] running {len(stages)} stages, {jobs} at a time: {', '.join(stages)}", flush=True)
+    executed, failed, running = [], [], {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        while running or (waiting and not failed):
+            if not failed:
+                for name in [n for n, needs in waiting.items() if needs <= set(executed)]:
+                    running[pool.submit(execute_stage, stages[name].cmd, repo)] = name
+                    del waiting[name]
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                name, (code, output, seconds) = running.pop(future), future.result()
+                print(f"[{label}] {name}: {'done' if code == 0 else f'failed (exit {code})'} in {seconds:.0f} s",
+                      flush=True)
+                if code == 0:
+                    executed.append(name)
+                else:
+                    print("\n".join(output.splitlines()[-60:]), file=sys.stderr, flush=True)
+                    failed.append(name)
+    if executed:  # `dvc commit` without targets would commit every stage
+        subprocess.run([sys.executable, "-m", "dvc", "commit", "--force", *executed], cwd=repo, check=True)
+    if failed or waiting:
+        raise SystemExit(f"[{label}] failed: {', '.join(failed)} (output above); not run: {', '.join(waiting) or 'none'}; "
+                         f"the {len(executed)} others are recorded in dvc.lock")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cod.pipeline", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stages", nargs="+", help="stage names as `dvc stage list` prints them, or foreach groups")
+    parser.add_argument("--jobs", type=int, default=2, help="stages run side by side (default 2)")
+    args = parser.parse_args(argv)
+    try:
+        run_stages(resolved_stages(args.stages), args.jobs)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
