@@ -82,7 +82,7 @@ def visible_gpus() -> list[str]:
     return [i.strip() for i in ids][:count]
 
 FORKS = multiprocessing.get_context("forkserver")  # CPU runs: forked from one process that imported cod.run
-FORKS.set_forkserver_preload(["cod.run", "torch._dynamo"])  # torch.optim imports dynamo at first use: ~2 s a run
+FORKS.set_forkserver_preload(["cod.run"])
 
 
 def train_on_cpu(arguments: list[str]) -> int:

@@ -361,8 +361,8 @@ def render_all_html(folder: Path | None = None) -> list[Path]:
 
 
 def regenerate_all(jobs: int = 2) -> None:
-    """Re-execute every notebook stage, `jobs` at a time in dependency waves, and record them in
-    dvc.lock; none of the stages they would need weights for runs."""
+    """Re-execute every notebook stage, `jobs` at a time (each once what it reads exists), and record
+    them in dvc.lock (`cod.pipeline`); none of the stages they would need weights for runs."""
     run_stages({name: stage for name, stage in resolved_stages().items() if "cod.notebook" in stage.cmd},
                jobs, "notebooks")
 

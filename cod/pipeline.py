@@ -100,10 +100,10 @@ def run_stages(stages: dict[str, Stage], jobs: int = 2, label: str = "stages", r
     executed, failed, running = [], [], {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         while running or (waiting and not failed):
-            if not failed:
-                for name in [n for n, needs in waiting.items() if needs <= set(executed)]:
-                    running[pool.submit(execute_stage, stages[name].cmd, repo)] = name
-                    del waiting[name]
+            ready = [n for n, needs in waiting.items() if needs <= set(executed)] if not failed else []
+            for name in ready[:jobs - len(running)]:  # started only when a job is free: a failure stops the rest
+                running[pool.submit(execute_stage, stages[name].cmd, repo)] = name
+                del waiting[name]
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
                 name, (code, output, seconds) = running.pop(future), future.result()

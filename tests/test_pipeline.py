@@ -78,6 +78,8 @@ def smoke_repo(tmp_path_factory) -> Path:
             for dep in stage.get("deps", [])}
     params["headline_experiments"] = {name: experiment for name, experiment in params["headline_experiments"].items()
                                       if f"runs/${{headline_profile}}/{name}" in read}
+    params["headline_analyses"] = {name: analysis for name, analysis in params["headline_analyses"].items()
+                                   if analysis["experiment"] in params["headline_experiments"]}
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     _run(["git", "init", "-q"], repo)
     _run([sys.executable, "-m", "cod.data.snapshot"], repo)
