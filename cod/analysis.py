@@ -9,7 +9,7 @@ and the metrics' settings). For every run of that experiment it writes, to
 analyses/<profile>/<analysis>/<variant>_s<seed>/ (and the settings used to settings.json beside them):
 
     layers.json      every layer-effectiveness score (`cod.metrics.effectiveness.LayerAnalysis`)
-    jacobians.npz    the mean block Jacobians (L, D, D), float16
+    jacobians.npz    the mean block Jacobians (L, D, D), float16, of the seeds in `jacobian_seeds`
     zero_shot.json   accuracy per task in lm-evaluation-harness conventions (with chance and n)
     attention.json   with `attention_lengths`: attention sparsity and entropy at each evaluation length
 
@@ -59,6 +59,7 @@ OPTIONAL = {
     "attention_lengths": None,  # evaluation lengths of attention sparsity and entropy (attention.json); None: none
     "attention_thresholds": [0.1, 0.01, 0.001],  # epsilon of attention sparsity (paper B eq. 15)
     "attention_tokens": 4096,  # validation tokens at each length: windows of the longest length
+    "jacobian_seeds": None,  # seeds whose Jacobian matrices are stored (a3 and b1 draw them); None: all, []: none
 }
 
 
@@ -127,7 +128,8 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu", progress: bo
             x_jac = x[:spec["jacobian_tokens"], :min(spec["jacobian_context"], seq)]
             with torch.no_grad():
                 layers = analyse_layers(model, x, y, x_fit, x_jac, tau=spec["tau"], seed=run.seed, progress=progress)
-            save_layers(layers, folder)
+            keep = spec["jacobian_seeds"] is None or run.seed in spec["jacobian_seeds"]
+            save_layers(layers, folder, matrices=keep)
         if spec["attention_lengths"]:
             idx, _, _ = held_out_tokens(ROOT / cfg.data.dataset_dir / "val.bin", longest,
                                         max(longest, spec["attention_tokens"]), 0)
@@ -238,13 +240,16 @@ def _plain(value: Any) -> Any:
 
 
 def save_layers(layers: LayerAnalysis, folder: Path, matrices: bool = True) -> None:
-    """layers.json (everything but the Jacobian matrices) and, with `matrices`, jacobians.npz."""
+    """layers.json (everything but the Jacobian matrices) and, with `matrices`, jacobians.npz
+    (without, a jacobians.npz left by earlier settings is removed)."""
     folder.mkdir(parents=True, exist_ok=True)
     record = _plain(layers)
     record["jacobians"].pop("mean")
     (folder / "layers.json").write_text(json.dumps(record) + "\n")
     if matrices:
         np.savez_compressed(folder / "jacobians.npz", mean=layers.jacobians.mean.astype(np.float16))
+    else:
+        (folder / "jacobians.npz").unlink(missing_ok=True)
 
 
 def save_attention(stats: dict[int, AttentionStats], folder: Path) -> None:

@@ -239,6 +239,23 @@ def test_stored_layer_analysis_reads_back_as_the_same_objects(tmp_path):
     assert load_complete(tmp_path, ["size"], ["run", "absent"]) == {}  # a variant missing: left out
 
 
+def test_an_analysis_stores_the_jacobian_matrices_of_its_jacobian_seeds_only(tmp_path):
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=61, d_model=16, n_layers=2, n_heads=2, max_seq_len=16)).eval()
+    ids = torch.randint(0, 61, (8, 9))
+    with torch.no_grad():
+        result = analyse_layers(model, ids[:4, :-1], ids[:4, 1:], ids[4:, :-1], ids[:2, :-1])
+    save_layers(result, tmp_path / "run_s0")
+    save_layers(result, tmp_path / "run_s0", matrices=False)  # settings changed: the stale matrices go
+    back = load_layers(tmp_path / "run_s0")
+    assert not (tmp_path / "run_s0" / "jacobians.npz").exists() and back.jacobians.mean is None
+    np.testing.assert_array_equal(back.jacobians.deviation, result.jacobians.deviation)  # kept in layers.json
+    params = load_params()
+    params["profile"] = "headline"
+    assert analysis_settings("h_130m", params)["jacobian_seeds"] == [0]  # b1 draws seed 0's matrices
+    assert analysis_settings("a_130m", params)["jacobian_seeds"] is None  # a3 draws every seed's
+
+
 def test_attention_lengths_beyond_a_models_positions_are_refused_before_any_run():
     from cod.analysis import analyse
 
