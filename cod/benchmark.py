@@ -4,6 +4,7 @@
     python -m cod.benchmark --shapes a130m b_d32 --rounds 9
     python -m cod.benchmark --analysis           # + the full layer analysis at 24 and 32 layers
     python -m cod.benchmark --device cuda --bf16 # on a GPU
+    python -m cod.benchmark --record --analysis  # + keep it in runs/cpu/ (the README's section: cod.cpu_report)
 
 **What is timed.** One training step as each trainer takes it: forward, loss, backward,
 gradient clipping to norm 1 and a fused AdamW step, at the same shape, batch and optimiser
@@ -65,16 +66,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 
+from cod import ROOT
 from cod.analysis import analysis_settings
 from cod.config import ModelConfig, OptimConfig
+from cod.cpu_report import record_folder
 from cod.flops import flops_per_token, step_products
 from cod.host import keep_freed_memory
 from cod.interop import to_hf_llama
@@ -303,6 +309,31 @@ def analysis_seconds(n_layers: int, analysis: str = "a_250m") -> dict[str, float
 # ----------------------------------------------------------------------------- report
 
 
+def cpu_name() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo; else what `platform` knows)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def write_record(args: argparse.Namespace, shapes: dict[str, dict], analysis: dict[int, dict]) -> Path:
+    """runs/cpu/<date>_<cpu>/bench.json: this run's machine, settings and results (read by cod.cpu_report)."""
+    date, cpu = time.strftime("%Y-%m-%d"), cpu_name()
+    path = record_folder(date, cpu) / "bench.json"
+    record = {"date": date, "path": str(path.relative_to(ROOT)),
+              "machine": {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__},
+              "settings": {"rounds": args.rounds, "seconds": args.seconds, "threads": args.threads,
+                           "device": args.device, "dtype": "bf16 autocast" if args.bf16 else "fp32"},
+              "shapes": shapes, "analysis": {str(k): v for k, v in analysis.items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=9, help="timed rounds per shape (medians are over them)")
@@ -312,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast (GPUs; slow on CPUs without bf16 units)")
     parser.add_argument("--shapes", nargs="*", help="names of default-profile sizes (default: all)")
     parser.add_argument("--analysis", action="store_true", help="also time the full layer analysis (24 and 32 layers)")
+    parser.add_argument("--record", action="store_true",
+                        help="keep the results in runs/cpu/<date>_<cpu>/bench.json (all shapes, CPU only)")
     parser.add_argument("--worker", nargs=2, metavar=("IMPL", "SHAPE_JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -323,14 +356,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--shapes {unknown} unknown; allowed: {', '.join(shapes)}")
     if args.rounds < 1 or args.seconds <= 0:
         parser.error("--rounds must be >= 1 and --seconds > 0")
+    if args.record and (args.shapes or args.device != "cpu"):
+        parser.error("--record keeps a whole CPU table: drop --shapes and use --device cpu")
 
     dtype = "bf16 autocast" if args.bf16 else "fp32"
     print(f"{time.strftime('%Y-%m-%d')}, device {args.device}, {dtype}, two workers side by side with "
           f"{args.threads} thread(s) each, {args.rounds} rounds of {args.seconds:g} s per shape")
     print(f"{'shape':<13} {'ours tok/s':>10} {'HF tok/s':>9} {'ratio':>6} {'(range)':>11} {'ours MFU':>8} "
           f"{'HF MFU':>7} {'bound':>6} {'peak GF/s':>9} {'ours MB':>8} {'HF MB':>6}")
+    results, analysis = {}, {}
     for name in args.shapes or shapes:
-        r = compare(shapes[name], args)
+        r = results[name] = compare(shapes[name], args)
         print(f"{name:<13} {r['ours']:>10.0f} {r['hf']:>9.0f} {r['ratio']:>6.2f} "
               f"{'(%.2f-%.2f)' % (r['ratio_min'], r['ratio_max']):>11} {r['mfu_ours']:>8.1%} {r['mfu_hf']:>7.1%} "
               f"{r['mfu_products']:>6.1%} "
@@ -338,9 +374,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.analysis:
         print("\nfull layer analysis (analyse_layers, analyses.a_250m's tokens, one thread), seconds per score:")
         for n_layers in (24, 32):
-            seconds = analysis_seconds(n_layers)
+            seconds = analysis[n_layers] = analysis_seconds(n_layers)
             parts = ", ".join(f"{k} {v:.1f}" for k, v in seconds.items() if v >= 0.05)
             print(f"{n_layers} layers: {sum(seconds.values()):.0f} s in all ({parts})", flush=True)
+    if args.record:
+        print(f"\nrecorded in {write_record(args, results, analysis)}; `python -m cod.cpu_report --readme` "
+              "puts it in README.md")
     return 0
 
 
