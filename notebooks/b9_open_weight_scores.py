@@ -338,6 +338,44 @@ if ladder_runs:
 lines.append("Verdicts: " + "; ".join(f"{k}: **{v}**" for k, v in verdicts.items()) + ".")
 display(Markdown("\n\n".join(lines)))
 
+
+# %% [markdown]
+# The README's paragraph on the public models, from the same numbers (written at `readme_profile`).
+
+# %%
+def rhos(f) -> str:
+    return ", ".join(f"{m} {spearman(f(a)):+.2f}" for m, a in scores.items())
+
+
+def span(values, fmt: str = "{:.2f}") -> str:
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    return low if low == high else f"{low}-{high}"
+
+
+public_text = " ".join([
+    f"On {len(scores)} public decoders, with the models as units: ||J - I||_F / d against the layer index has Spearman",
+    f"{rhos(lambda a: a.jacobians.deviation)} (falls with the layer: **{verdicts['b9-jacobian-falls-with-layer']}**),",
+    f"and the block output variance {rhos(lambda a: a.variance)} (grows: **{verdicts['b9-variance-grows-with-layer']}**).",
+    f"At paper B's tau = {tau:g}, effective/wasted layers E/W are",
+    ", ".join(f"{a.usefulness.effective}/{a.usefulness.wasted} ({m})" for m, a in scores.items()),
+    f"against paper B's {PAPER['E'].iloc[0]}/{PAPER['W'].iloc[0]} to {PAPER['E'].iloc[-1]}/{PAPER['W'].iloc[-1]} at",
+    f"{PAPER['layers'].iloc[0]}-{PAPER['layers'].iloc[-1]} layers (some layers wasted: **{verdicts['b9-some-layers-wasted']}**;",
+    f"deeper models waste a larger share: **{verdicts['b9-deeper-wastes-more']}**, three models of different families",
+    f"cannot tell); usefulness against the layer index has Spearman {rhos(lambda a: a.usefulness.relative_increase)}",
+    f"(falls: **{verdicts['b9-usefulness-falls-with-layer']}**). Causal scores",
+    f"{span([a.causal.global_score for a in scores.values()])} and permutation scores",
+    f"{span([a.permutation.global_score for a in scores.values()])} stand against paper B's",
+    f"{span(PAPER['causal'])} and {span(PAPER['permutation'])}.",
+    (f"Our ladder's {deepest} (L = {len(next(iter(ladder_runs.values())).variance)}) has a useful share of "
+     f"{np.mean([r.usefulness.at(tau).score for r in ladder_runs.values()]):.2f}." if ladder_runs else ""),
+    "Each stage alone on this 2-core CPU took",
+    ", ".join(f"{sum(a.seconds.values()) / 60:.0f} minutes for {m}" for m, a in scores.items()),
+    "(the budget was 20 minutes a model); the section below lists each measure's time.",
+]).replace("  ", " ")
+display(Markdown(public_text))
+if profile == readme_profile and scoreboard.update_readme(readme, public_text, scoreboard.OPEN_WEIGHTS_MARKERS):
+    print(f"{readme}: public-models block updated")
+
 # %% [markdown]
 # ## What scoring costs on this CPU
 # Each long measure's seconds as the `analyse_open@MODEL` stage timed it (one process, the

@@ -114,3 +114,11 @@ def test_summary_by_notebook_lists_notebooks_in_paper_order():
                           "verdict": ["reproduced"] * 6})
     counts = scoreboard.summary(table, "notebook")
     assert list(counts.index) == ["a0_x", "a1_x", "a2_x", "a10_x", "b1_y", "h0_pilot", "all"]
+
+
+def test_the_readme_paragraph_on_public_models_is_the_one_the_executed_b9_wrote():
+    notebook = json.loads((ROOT / "notebooks/executed/default/b9_open_weight_scores.ipynb").read_text())
+    shown = ["".join(out["data"]["text/markdown"]) for cell in notebook["cells"] for out in cell.get("outputs", [])
+             if "text/markdown" in out.get("data", {})]
+    block = scoreboard.readme_block(ROOT / "README.md", scoreboard.OPEN_WEIGHTS_MARKERS)
+    assert block and block in [text.strip() for text in shown]
