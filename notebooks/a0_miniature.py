@@ -49,22 +49,26 @@ min_tokens_per_param = 10.0  # criterion 2, paper A
 chosen_size = "a130m"  # the size the default profile uses for paper A's 130M, checked against the pilot
 readme = "README.md"  # its pilot block is rewritten when the profile below runs
 readme_profile = "default"  # the profile whose pilot the README shows
+finals_path = None  # every run's final metrics (the curves stage's); default: figures/<profile>/curves/finals.json
 
 # %%
 figures_dir = figures_dir or f"figures/{profile}/a0_miniature"
+finals_path = finals_path or f"figures/{profile}/curves/finals.json"
 
 # %%
 import io
+import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
 from cod import plots, scoreboard
-from cod.config import run_config
-from cod.params import load_params, resolve_runs
+from cod.config import ImageSet, run_config
+from cod.params import all_runs, load_params, resolve_runs
 from cod.plan import plan
 from cod.model import Transformer
 from cod.results import load_final, load_history, save_claims, spread
@@ -202,7 +206,7 @@ save_claims(figures_dir, [])  # a0 judges no paper claim: it fixes the scale the
 
 
 # %% [markdown]
-# ## The README's account of the pilot (the `default` profile only)
+# ## The README's account of the pilot (written at `readme_profile` with the closing numbers below)
 
 # %%
 def shape_text(size: str) -> str:
@@ -237,20 +241,44 @@ pilot_block = "\n".join([
     *profile_rows,
 ])
 display(Markdown(pilot_block))
-if profile == readme_profile and scoreboard.update_readme(readme, pilot_block, scoreboard.DEFAULT_PILOT_MARKERS):
-    print(f"{readme}: pilot block updated")
 
 # %% [markdown]
-# **Reading the result.** The criterion is a statement about the training regime, not about
-# quality: at 10 tokens per parameter a run is about as far along, relative to its capacity, as
-# paper A's 1B model (and less than its 130M model at 26), while at 2-3 tokens per parameter
-# (the previous miniature, width 64 and 1.6M tokens) it was still in the papers' earliest
-# phase. Fixing the criterion bought that regime with width: 24 instead of 64, four heads of 6,
-# models of 55K-300K non-embedding parameters whose embeddings (2,048 x 24 each way) are
-# comparable to their blocks. The cost is absolute loss (about 5.3-5.5 nats on held-out text,
-# against 4.6 for the wider, shorter runs) and optimiser steps (420-1,500, against the papers'
-# 10-70K); a GPU profile (`paper`) removes the trade-off. Paper B's ladder uses the same width:
-# at width 32 (throughput nearly the same) it would need 1.8x the tokens for the same tokens per
-# parameter and push the profile past the budget. The plan's estimate uses the committed runs'
-# own speeds where a shape has been trained (two runs side by side) and a timing on this machine
-# otherwise, which varies by about 10% between executions.
+# ## Reading the result
+# The criterion is a statement about the training regime, not about quality: at 10 tokens per
+# parameter a run is about as far along, relative to its capacity, as paper A's 1B model (and
+# less than its 130M model at 26). Fixing it buys that regime with width, and pays in absolute
+# loss and optimiser steps; a GPU profile (`paper`) removes the trade-off. The numbers, from
+# every language-model run of the profile (the pilot's, fine-tuning and the ViT left out):
+
+
+# %%
+finals = json.loads(Path(finals_path).read_text()) if Path(finals_path).exists() else {}
+language_models = {f"{run.experiment}/{run.name}" for run in all_runs(params, planned=False)
+                   if run.experiment != experiment and run.config.vision.dataset == ImageSet.NONE
+                   and not run.config.finetune.base}
+profile_runs = [f for key, f in finals.items() if key in language_models and f.get("val_loss") is not None]
+if profile_runs:
+    every = pd.DataFrame(profile_runs)
+    loss, diverged = every["val_loss"], int((every["status"] == "diverged").sum())
+    if len(qualifies) and best is not None:
+        wider = [v for v in variants if widths[v] > widths[best]]
+        ratio_text = (f" At width {widths[wider[0]]} the same tokens per parameter would need "
+                      f"{pilot.loc[wider[0], 'non-embedding params'] / pilot.loc[best, 'non-embedding params']:.1f}x "
+                      f"the tokens of width {widths[best]}." if wider else "")
+    else:
+        ratio_text = ""
+    closing = (
+        f"The profile's {len(every)} language-model runs have {every['params_non_embedding'].min() / 1e3:.0f}K-"
+        f"{every['params_non_embedding'].max() / 1e3:.0f}K non-embedding parameters and train for "
+        f"{every['steps'].min():,}-{every['steps'].max():,} optimiser steps (the papers: 10-70K); their validation "
+        f"loss ends at a median of {loss.median():.2f} nats (perplexity {np.exp(loss.median()):.0f}), "
+        f"{loss.quantile(0.25):.2f}-{loss.quantile(0.75):.2f} for the middle half and {loss.min():.2f}-{loss.max():.2f} "
+        f"in all ({diverged} of the runs diverged).{ratio_text} "
+        "The plan's estimate uses the committed runs' own speeds where a shape has been trained (two runs side by "
+        "side) and a timing on this machine otherwise.")
+else:
+    closing = f"No final metrics of the profile's runs in {finals_path} (the curves stage writes them)."
+display(Markdown(closing))
+if profile == readme_profile and scoreboard.update_readme(readme, f"{pilot_block}\n\n{closing}",
+                                                          scoreboard.DEFAULT_PILOT_MARKERS):
+    print(f"{readme}: pilot block updated")

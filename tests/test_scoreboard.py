@@ -116,9 +116,20 @@ def test_summary_by_notebook_lists_notebooks_in_paper_order():
     assert list(counts.index) == ["a0_x", "a1_x", "a2_x", "a10_x", "b1_y", "h0_pilot", "all"]
 
 
+def shown_markdown(name: str) -> list[str]:
+    """The Markdown a committed executed notebook of the default profile displayed, output by output."""
+    notebook = json.loads((ROOT / f"notebooks/executed/default/{name}.ipynb").read_text())
+    return ["".join(out["data"]["text/markdown"]).strip() for cell in notebook["cells"]
+            for out in cell.get("outputs", []) if "text/markdown" in out.get("data", {})]
+
+
 def test_the_readme_paragraph_on_public_models_is_the_one_the_executed_b9_wrote():
-    notebook = json.loads((ROOT / "notebooks/executed/default/b9_open_weight_scores.ipynb").read_text())
-    shown = ["".join(out["data"]["text/markdown"]) for cell in notebook["cells"] for out in cell.get("outputs", [])
-             if "text/markdown" in out.get("data", {})]
     block = scoreboard.readme_block(ROOT / "README.md", scoreboard.OPEN_WEIGHTS_MARKERS)
-    assert block and block in [text.strip() for text in shown]
+    assert block and block in shown_markdown("b9_open_weight_scores")
+
+
+def test_the_readmes_account_of_the_default_pilot_is_the_one_the_executed_a0_wrote():
+    block = scoreboard.readme_block(ROOT / "README.md", scoreboard.DEFAULT_PILOT_MARKERS)
+    shown = shown_markdown("a0_miniature")
+    assert block and any(block == f"{pilot}\n\n{closing}" for pilot in shown for closing in shown)
+    assert "language-model runs have" in block
