@@ -49,3 +49,12 @@ def test_the_timing_record_keeps_the_slowest_test_phases():
     assert timing.slowest(output) == [
         {"seconds": 964.12, "phase": "setup", "test": "tests/test_pipeline.py::test_notebooks_run"},
         {"seconds": 12.5, "phase": "call", "test": "tests/test_train.py::test_resume[cpu]"}]
+
+
+def test_the_timing_record_names_the_tests_that_did_not_pass():
+    output = ("=========== short test summary info ===========\n"
+              "FAILED tests/test_a.py::test_one - AssertionError: no\n"
+              "ERROR tests/test_b.py::test_two - RuntimeError\n"
+              "1 failed, 1 error, 5 passed in 3.0s\n")
+    assert timing.failures(output) == ["tests/test_a.py::test_one", "tests/test_b.py::test_two"]
+    assert timing.failures("5 passed in 3.0s\n") == []

@@ -36,6 +36,7 @@ SUITES = {  # the Makefile's targets, and the pytest arguments they run
 SUMMARY = re.compile(r"^=* ?(\d+ \w+(?:, \d+ \w+)*) in [\d.]+s", re.MULTILINE)
 DURATIONS = 20  # the slowest test phases kept in the record: where the next saving lies
 SLOWEST = re.compile(r"^([\d.]+)s (setup|call|teardown) +(\S+)$", re.MULTILINE)
+FAILURES = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)  # pytest's short summary: which tests did not pass
 
 
 def counts(output: str) -> dict[str, int]:
@@ -51,6 +52,11 @@ def slowest(output: str) -> list[dict]:
     return [{"seconds": float(seconds), "phase": phase, "test": test} for seconds, phase, test in SLOWEST.findall(output)]
 
 
+def failures(output: str) -> list[str]:
+    """The tests pytest's short summary names as failed or in error ('FAILED tests/test_x.py::test_y - ...')."""
+    return FAILURES.findall(output)
+
+
 def children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -63,7 +69,8 @@ def time_suite(name: str) -> dict:
                           capture_output=True, text=True)
     return {"suite": name, "date": date.today().isoformat(), "wall_s": round(time.monotonic() - started, 1),
             "cpu_s": round(children_cpu() - cpu, 1), "cores": os.cpu_count(), "load_before": round(load, 2),
-            "exit": done.returncode, "tests": counts(done.stdout), "slowest": slowest(done.stdout)}
+            "exit": done.returncode, "tests": counts(done.stdout), "failures": failures(done.stdout),
+            "slowest": slowest(done.stdout)}
 
 
 def recorded() -> list[dict]:
