@@ -8,8 +8,10 @@ so the README's numbers are regenerated, never typed.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -196,6 +198,20 @@ def update_readme(readme: str | Path, block: str, markers: tuple[str, str] = (RE
     _, tail = rest.split(end, 1)
     readme.write_text(f"{head}{start}\n{block.strip()}\n{end}{tail}")
     return True
+
+
+def readme_cli(prog: str, doc: str, make_text: Callable[[], str], markers: tuple[str, str],
+               argv: list[str] | None = None, readme: str | Path = "README.md") -> int:
+    """The command line of a module that writes one README block: print the block `make_text`
+    returns and, with --readme, write it between `markers` of `readme` (an error without them)."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--readme", action="store_true", help=f"write the text into {readme} between its markers")
+    args = parser.parse_args(argv)
+    text = make_text()
+    print(text)
+    if args.readme and not update_readme(readme, text, markers):
+        raise SystemExit(f"{readme} has no markers {markers[0]!r} ... {markers[1]!r}")
+    return 0
 
 
 def readme_block(readme: str | Path, markers: tuple[str, str] = (README_START, README_END)) -> str | None:
