@@ -51,7 +51,7 @@ def test_a_recorded_run_becomes_the_readme_section_with_its_own_numbers(tmp_path
     assert record["path"] == str(path.relative_to(tmp_path)) and record["machine"]["cores"] > 0
     text = cpu_report.report(record)
     assert "| a | 1500 | 1000 | 1.50 (1.40-1.60) | 20.0% | 10.0% | 45.0% | 300 | 400 |" in text
-    assert "1.20-1.50x as fast" in text and "25% below HF's peak" in text
+    assert "1.20-1.50x HF's tokens/s (faster at 2 of 2 shapes)" in text and "25% below HF's" in text
     assert "met at 1 of 2 shapes (a)" in text and "below 50% at a," in text
     assert "80 s at 24 layers (asked: at most 120 s); the permutation score is 75% of it" in text
     assert cpu_report.report(None).startswith("Not measured")
