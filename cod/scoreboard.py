@@ -200,6 +200,12 @@ def update_readme(readme: str | Path, block: str, markers: tuple[str, str] = (RE
     return True
 
 
+def span(values, fmt: str) -> str:
+    """'low-high' of `values` in format `fmt` ('{:.2f}'), one value when both ends print alike."""
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    return low if low == high else f"{low}-{high}"
+
+
 def readme_cli(prog: str, doc: str, make_text: Callable[[], str], markers: tuple[str, str],
                argv: list[str] | None = None, readme: str | Path = "README.md") -> int:
     """The command line of a module that writes one README block: print the block `make_text`

@@ -347,11 +347,6 @@ def rhos(f) -> str:
     return ", ".join(f"{m} {spearman(f(a)):+.2f}" for m, a in scores.items())
 
 
-def span(values, fmt: str = "{:.2f}") -> str:
-    low, high = fmt.format(min(values)), fmt.format(max(values))
-    return low if low == high else f"{low}-{high}"
-
-
 public_text = " ".join([
     f"On {len(scores)} public decoders, with the models as units: ||J - I||_F / d against the layer index has Spearman",
     f"{rhos(lambda a: a.jacobians.deviation)} (falls with the layer: **{verdicts['b9-jacobian-falls-with-layer']}**),",
@@ -363,9 +358,9 @@ public_text = " ".join([
     f"deeper models waste a larger share: **{verdicts['b9-deeper-wastes-more']}**, three models of different families",
     f"cannot tell); usefulness against the layer index has Spearman {rhos(lambda a: a.usefulness.relative_increase)}",
     f"(falls: **{verdicts['b9-usefulness-falls-with-layer']}**). Causal scores",
-    f"{span([a.causal.global_score for a in scores.values()])} and permutation scores",
-    f"{span([a.permutation.global_score for a in scores.values()])} stand against paper B's",
-    f"{span(PAPER['causal'])} and {span(PAPER['permutation'])}.",
+    f"{scoreboard.span([a.causal.global_score for a in scores.values()], '{:.2f}')} and permutation scores",
+    f"{scoreboard.span([a.permutation.global_score for a in scores.values()], '{:.2f}')} stand against paper B's",
+    f"{scoreboard.span(PAPER['causal'], '{:.2f}')} and {scoreboard.span(PAPER['permutation'], '{:.2f}')}.",
     (f"Our ladder's {deepest} (L = {len(next(iter(ladder_runs.values())).variance)}) has a useful share of "
      f"{np.mean([r.usefulness.at(tau).score for r in ladder_runs.values()]):.2f}." if ladder_runs else ""),
     "Each stage alone on this 2-core CPU took",
