@@ -2,6 +2,11 @@
 
 import json
 import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,6 +40,45 @@ def tiny_run(tokens_dir, *extra: str) -> list[str]:
             "train.stats_every=8", "train.stats_tokens=64", "train.eval_tokens=2048", "train.ckpt_every=8",
             "optim.lr=1e-2",
             *extra]
+
+
+def torchrun(*args: str, cwd=None, timeout: int = 300) -> subprocess.CompletedProcess:
+    """`torchrun ARGS` on the CPU (gloo, a thread a process), on a port free now,
+    so that the tests of two pytest workers never share one. A run that outlives `timeout` is sent
+    SIGABRT, whose Python tracebacks (PYTHONFAULTHANDLER) of the launcher and both processes fail
+    the test: a hang names where it hangs."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "torch.distributed.run", "--master_port", str(port), *args]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1"}
+    with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as process:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for pid in (*_descendants(process.pid), process.pid):  # the processes run in sessions of their own
+                os.kill(pid, signal.SIGABRT)
+            output, _ = process.communicate()
+            pytest.fail(f"torchrun ran past {timeout} s; its tracebacks:\n{output[-6000:]}")
+    assert process.returncode == 0, output[-3000:]
+    return subprocess.CompletedProcess(command, process.returncode, output)
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid`, from /proc (Linux)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        found += frontier
+    return found
 
 
 # Tests that take more than about two seconds on 2 idle cores (a pretrained model, a subprocess that

@@ -12,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from conftest import tiny_run
+from conftest import tiny_run, torchrun
 from cod import run, train
 from cod.config import run_config
 from cod.loss import IGNORE_INDEX
@@ -145,14 +145,6 @@ sys.exit(run.main(sys.argv[1:]))
 """
 
 
-def _torchrun(*args, port):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
-               *args]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-
-
 def test_fsdp_with_two_processes_matches_one_process_and_resumes(tiny_tokens, tmp_path):
     """FSDP over two processes, with micro-batches and recomputation, interrupted after 3 of 6
     steps and resumed, ends where one process does; statistics are split over the processes. The
@@ -163,11 +155,11 @@ def test_fsdp_with_two_processes_matches_one_process_and_resumes(tiny_tokens, tm
     sharded = [*overrides, "train.parallel=fsdp", "train.micro_batch=2", "train.recompute=true"]
     script = tmp_path / "interrupted.py"
     script.write_text(INTERRUPTED)
-    _torchrun(str(script), str(tmp_path / "fsdp"), *sharded, port=29541)
+    torchrun("--nproc_per_node", "2", str(script), str(tmp_path / "fsdp"), *sharded)
     assert (tmp_path / "fsdp" / "ckpt.pt").exists()
     resumed = tmp_path / "resumed.py"
     resumed.write_text(RESUMED)
-    _torchrun(str(resumed), "--out", str(tmp_path / "fsdp"), "--device", "cpu", *sharded, port=29542)
+    torchrun("--nproc_per_node", "2", str(resumed), "--out", str(tmp_path / "fsdp"), "--device", "cpu", *sharded)
 
     single = json.loads((tmp_path / "single" / "final.json").read_text())
     fsdp = json.loads((tmp_path / "fsdp" / "final.json").read_text())
@@ -488,7 +480,7 @@ def test_padded_targets_are_averaged_over_the_global_batch(tiny_tokens, tmp_path
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     subprocess.run([sys.executable, str(script), str(tmp_path / "single"), *overrides], check=True, env=env,
                    capture_output=True, timeout=300)
-    _torchrun(str(script), str(tmp_path / "ddp"), *overrides, port=29543)
+    torchrun("--nproc_per_node", "2", str(script), str(tmp_path / "ddp"), *overrides)
     single, ddp = (torch.load(tmp_path / name / "result.pt") for name in ("single", "ddp"))
     assert ddp["losses"] == pytest.approx(single["losses"], rel=1e-5)
     for k, value in single["model"].items():
@@ -516,8 +508,8 @@ def test_compiled_model_under_fsdp_trains_like_one_eager_process(tiny_tokens, tm
     run.main(["--out", str(tmp_path / "single"), *overrides])
     script = tmp_path / "compiled.py"
     script.write_text(COMPILED_FSDP)
-    _torchrun(str(script), "--out", str(tmp_path / "fsdp"), "--device", "cpu", *overrides, "train.parallel=fsdp",
-              "train.compile=true", "train.recompute=true", "train.micro_batch=2", port=29544)
+    torchrun("--nproc_per_node", "2", str(script), "--out", str(tmp_path / "fsdp"), "--device", "cpu", *overrides,
+             "train.parallel=fsdp", "train.compile=true", "train.recompute=true", "train.micro_batch=2")
     single = json.loads((tmp_path / "single" / "final.json").read_text())
     fsdp = json.loads((tmp_path / "fsdp" / "final.json").read_text())
     assert fsdp["world_size"] == 2 and fsdp["val_loss"] == pytest.approx(single["val_loss"], rel=tolerance)

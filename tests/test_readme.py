@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import torchrun
 from cod.data.tokenizer import train_bpe
 from cod.params import load_params
 
@@ -89,15 +90,16 @@ def _run(words: list[str], out: Path, data: Path, *extra: str) -> None:
     words[words.index("--out") + 1] = str(out)
     if "--weights" in words:
         words[words.index("--weights") + 1] = str(out / "weights")
-    if words[0] == "torchrun":
-        at = words.index("cod.run") + 1  # no GPU in the test: gloo on the CPU
-        words = [sys.executable, "-m", "torch.distributed.run", "--master_port", "29541", *words[1:at], "--device",
-                 "cpu", *words[at:]]
     budget = ["train.steps=2", "data.batch_size=8", "train.ckpt_every=0", "train.stats_every=0",
               "train.eval_tokens=4096", f"data.tokens_dir={data / 'data' / 'tokens'}"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([*words, *budget, *extra], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    if words[0] == "torchrun":
+        at = words.index("cod.run") + 1  # no GPU in the test: gloo on the CPU
+        torchrun(*words[1:at], "--device", "cpu", *words[at:], *budget, *extra, cwd=ROOT)
+    else:
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        done = subprocess.run([*words, *budget, *extra], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
     assert (out / "final.json").is_file()
 
 

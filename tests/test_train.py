@@ -13,7 +13,7 @@ import time
 import pytest
 import torch
 
-from conftest import tiny_run
+from conftest import tiny_run, torchrun
 from cod import train
 from cod.config import ConfigError, run_config
 from cod.data.loader import TokenBatches
@@ -114,10 +114,7 @@ def test_missing_corpus_is_named_before_training(tmp_path, capsys):
 def test_ddp_with_two_processes_matches_one_process(tiny_tokens, tmp_path):
     overrides = tiny_run(tiny_tokens, "train.steps=6", "train.stats_every=0", "train.ckpt_every=0")
     main(["--out", str(tmp_path / "single"), *overrides])
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29533",
-               "-m", "cod.run", "--out", str(tmp_path / "ddp"), "--device", "cpu", *overrides]
-    subprocess.run(command, check=True, env=env, capture_output=True, timeout=300)
+    torchrun("--nproc_per_node", "2", "-m", "cod.run", "--out", str(tmp_path / "ddp"), "--device", "cpu", *overrides)
     single = json.loads((tmp_path / "single" / "final.json").read_text())
     ddp = json.loads((tmp_path / "ddp" / "final.json").read_text())
     assert ddp["world_size"] == 2
