@@ -6,7 +6,9 @@ DVC reads neither a run's history.jsonl (one JSON object a line, loss rows mixed
 statistics) nor a folder of runs as one table, so each profile gets, in figures/PROFILE/curves/:
 
     EXPERIMENT.csv   run,step,loss of every logged step of every run of the experiment: one graph
-                     of dvc.yaml's top-level `plots:`, a line per run (.dvc/plots/loss_by_run.json)
+                     of dvc.yaml's top-level `plots:`, a line per run (.dvc/plots/loss_by_run.json);
+                     the header alone for an experiment params.yaml declares that has no run yet,
+                     so that its graph is empty rather than missing
     finals.json      {EXPERIMENT/RUN: the numbers and status of its final.json}, in `metrics:`
 
 A file per experiment rather than per run keeps the folder small (no 4 KiB block per run).
@@ -19,8 +21,10 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Sequence
 
 from cod import ROOT
+from cod.params import all_runs, load_params
 
 RUNS = ROOT / "runs"
 FOLDER = "figures/{profile}/curves"  # repository-relative; dvc.yaml's lists fill in ${profile}
@@ -40,9 +44,16 @@ def loss_rows(history: Path) -> list[tuple[int, float]]:
     return [(row["step"], round(row["loss"], LOSS_DECIMALS)) for row in rows if "loss" in row]
 
 
-def loss_tables(runs: Path) -> dict[str, str]:
-    """{experiment: its CSV of run,step,loss} for the runs of one profile (`runs` is runs/PROFILE)."""
-    tables: dict[str, list[str]] = {}
+def declared(profile: str) -> list[str]:
+    """The experiments params.yaml declares with runs under `profile` (planned ones aside)."""
+    params = {**load_params(), "profile": profile}
+    return list(dict.fromkeys(run.experiment for run in all_runs(params, planned=False)))
+
+
+def loss_tables(runs: Path, experiments: Sequence[str] = ()) -> dict[str, str]:
+    """{experiment: its CSV of run,step,loss} for the runs of one profile (`runs` is runs/PROFILE),
+    and the header alone for each of `experiments` without a run."""
+    tables: dict[str, list[str]] = {experiment: ["run,step,loss"] for experiment in experiments}
     for history in sorted(runs.glob("*/*/history.jsonl")):
         lines = tables.setdefault(history.parent.parent.name, ["run,step,loss"])
         lines += [f"{history.parent.name},{step},{loss}" for step, loss in loss_rows(history)]
@@ -68,11 +79,12 @@ def finals_json(runs: Path) -> str:
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def write_curves(runs: Path, out: Path) -> list[Path]:
-    """Write the curves and finals of the runs under `runs` to `out`, emptied first; the files written."""
+def write_curves(runs: Path, out: Path, experiments: Sequence[str] = ()) -> list[Path]:
+    """Write the curves and finals of the runs under `runs` to `out`, emptied first, with an empty
+    table for each of `experiments` without a run; the files written."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    files = {f"{experiment}.csv": table for experiment, table in loss_tables(runs).items()}
+    files = {f"{experiment}.csv": table for experiment, table in loss_tables(runs, experiments).items()}
     files[FINALS] = finals_json(runs)
     for name, text in files.items():
         (out / name).write_text(text)
@@ -84,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("profiles", nargs="+", help="the profiles whose runs/PROFILE/ to read (repeats are ignored)")
     for profile in dict.fromkeys(parser.parse_args(argv).profiles):
-        written = write_curves(RUNS / profile, folder(profile))
+        written = write_curves(RUNS / profile, folder(profile), declared(profile))
         print(f"[curves] {profile}: {len(written) - 1} experiments' training loss and {FINALS} "
               f"written to {FOLDER.format(profile=profile)}/")
     return 0

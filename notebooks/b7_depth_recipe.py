@@ -35,22 +35,32 @@
 # `acc_norm` (the paper's appendix C.1 convention) on all 299 ARC-Challenge validation items and
 # 1,000 HellaSwag ones, from the `analyse@b_recipe` and `analyse@b_recipe_shallow` stages; the
 # layer scores are those of `analyse@b_depth` for the 16-layer model.
+#
+# **The headline profile** trains the recipe's headline claim alone (the full recipe against the
+# naive deep model, `h_recipe` in params.yaml): the naive model is `h_250m/pre_ln` (24 layers,
+# width 64), the full recipe the same shape with every sparsity step at once. Its ladder has
+# these two rungs; the claims on the others are named as not run.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b7_depth_recipe
+# the rungs, named as the paper's (in its order; a profile may leave some out): label -> "experiment/variant"
+# (a third part "/analysis": the folder of its layer scores)
+ladder = {"L=16": "b_depth/d16", "L=32": "b_recipe/baseline", "+ long context": "b_recipe/long_context",
+          "+ weight decay": "b_recipe/weight_decay", "+ GQA": "b_recipe/gqa", "+ MoE": "b_recipe/moe"}
+zero_shot = {"L=16": "b_recipe_shallow"}  # rung label -> the analysis with its zero-shot accuracies, if not its own
 tasks = ["arc_challenge", "hellaswag"]  # Fig. 1's accuracy: the mean over these
 metric = "acc_norm"  # acc | acc_norm (the paper's, appendix C.1)
 chance = 25.0  # chance accuracy (%) of the tasks: four answer choices
 taus = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3]  # thresholds of the usefulness curve
-matched_share = 0.75  # the paper's usefulness of the 16-layer model (Fig. 1): its share at the matched tau
 
 # %%
 figures_dir = figures_dir or f"figures/{profile}/b7_depth_recipe"
 
 # %%
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -60,17 +70,20 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.ladder import Rung, load_ladder, paper_pair, written
+from cod.config import ConfigError
+from cod.ladder import load_ladder, paper_pair, rungs_from, written
 from cod.verdicts import Claims, Verdict, accuracy_at_chance, accuracy_floor, compare, usefulness_at_floor
 
-SHALLOW, NAIVE, FULL = "L=16", "L=32", "+ MoE"
-LADDER = [Rung(SHALLOW, "b_depth", "d16", zero_shot="b_recipe_shallow"), Rung(NAIVE, "b_recipe", "baseline"),
-          Rung("+ long context", "b_recipe", "long_context"), Rung("+ weight decay", "b_recipe", "weight_decay"),
-          Rung("+ GQA", "b_recipe", "gqa"), Rung(FULL, "b_recipe", "moe")]
 # PAPER_NUMBERS.md, B-Figure 1: the chosen rungs (T = 4096, lambda = 0.3, G = 2, MoE), accuracy in percent
 PAPER = pd.DataFrame({"accuracy": [40.1, 39.5, 40.0, 41.4, 42.1, 44.1],
-                      "usefulness": [0.75, 0.53, 0.59, 0.63, np.nan, 0.75]}, index=[rung.label for rung in LADDER])
-ladder = load_ladder(LADDER, Path(runs_root) / profile, Path(analyses_root) / profile)
+                      "usefulness": [0.75, 0.53, 0.59, 0.63, np.nan, 0.75]},
+                     index=["L=16", "L=32", "+ long context", "+ weight decay", "+ GQA", "+ MoE"])
+SHALLOW, NAIVE, FULL = "L=16", "L=32", "+ MoE"
+STEPS = list(zip(PAPER.index[1:-1], PAPER.index[2:]))  # (before, after) of each sparsity step
+if not (set(ladder) <= set(PAPER.index) and sorted(ladder, key=list(PAPER.index).index) == list(ladder)):
+    raise ConfigError(f"ladder: {list(ladder)} is not allowed; expected some of {list(PAPER.index)}, in that order")
+rungs = [replace(rung, zero_shot=zero_shot.get(rung.label)) for rung in rungs_from(ladder)]
+ladder = load_ladder(rungs, Path(runs_root) / profile, Path(analyses_root) / profile)
 accuracy = ladder.mean_accuracy(tasks, metric)
 ladder.runs["accuracy"] = 100 * ladder.runs[accuracy]  # percent, as the paper's
 tau = ladder.tau
@@ -90,8 +103,9 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])
 # accuracy claim goes through `accuracy_at_chance` (both rungs within two binomial standard
 # errors of chance), then the noise floor `accuracy_floor`; a usefulness claim at the paper's
 # tau = 10% through `usefulness_at_floor`. Usefulness at the matched tau (the threshold at which
-# our 16-layer runs have the paper's 0.75 useful share, set from them alone before any other
-# rung is read) is a reading of our own, marked "(ours)".
+# our first rung's runs have the paper's useful share of that rung, 0.75 for the 16-layer model,
+# set from them alone before any other rung is read) is a reading of our own, marked "(ours)". A
+# claim on a rung this profile's ladder leaves out is named as not run.
 #
 # **Added after a first look at the numbers** (marked "(ours)"): every rung's accuracy sat at
 # chance (25%), so two claims on validation perplexity, the one performance measure that
@@ -101,8 +115,10 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])
 # a claim of Fig. 1: also ours.
 
 # %%
-matched = ladder.match_tau(SHALLOW, matched_share)
-print(f"matched tau = {matched:.4g}: our 16-layer runs have a useful share of about {matched_share} there")
+first = ladder.labels[0]  # the paper's usefulness of our first rung fixes the matched tau
+matched_share = PAPER.loc[first, "usefulness"]
+matched = ladder.match_tau(first, matched_share)
+print(f"matched tau = {matched:.4g}: our {first} runs have a useful share of about {matched_share} there")
 # the mean of k tasks scored on n_1 .. n_k items has the binomial error of k^2 / sum(1 / n_i) items
 items = {task: int(ladder.runs[f"n:{task}"].max()) for task in tasks}
 n_effective = round(len(tasks) ** 2 / sum(1 / n for n in items.values()))
@@ -170,9 +186,13 @@ paired = ladder.paired_seeds
 claims = Claims("B", profile, paired)
 
 
-def judged(first: str, second: str, column: str, higher: bool, scale: str, paper: str | None = None) -> Verdict:
+def judged(first: str, second: str, column: str, higher: bool, scale: str, paper: str | None = None) -> Verdict | str:
     """The verdict on "`first` is better than `second` in `column`" over the paired seeds, floors
-    first, beside the paper's values of the two rungs in PAPER[`paper`] where it has both."""
+    first, beside the paper's values of the two rungs in PAPER[`paper`] where it has both; why not,
+    where either rung is not on the ladder."""
+    absent = ladder.lacks(first, second)
+    if absent:
+        return absent
     values = ladder.by_seed(column)[paired]
     if column == "accuracy":
         at_chance = accuracy_at_chance({rung: values.loc[rung] for rung in (first, second)}, chance, n_effective)
@@ -200,8 +220,7 @@ for column, label in (("usefulness", f"tau = {tau:g}"), ("usefulness_matched", f
         ("(ours) " if column != "usefulness" else "")
         + f"the naive {NAIVE} model has a lower usefulness ({label}) than the {SHALLOW} one",
         quoted_pair(NAIVE, SHALLOW, "usefulness"), judged(SHALLOW, NAIVE, column, True, "difference", "usefulness"))
-steps = list(zip(ladder.labels[1:-1], ladder.labels[2:]))  # (before, after) of each sparsity step
-for before, after in steps:
+for before, after in STEPS:
     claims.add(f"b7-step-accuracy:{after.strip('+ ').replace(' ', '-')}", "Fig. 1 / section 5",
                f"adding {after.strip('+ ')} raises the accuracy ({before} -> {after})",
                quoted_pair(after, before, "accuracy"),

@@ -105,11 +105,21 @@ def test_curves_are_a_table_per_experiment_and_the_finals_of_each_run(tmp_path):
          "behaviour": "84d2f38fa37fc6e2", "device": "cpu"}))
     out = tmp_path / "figures" / "default" / "curves"
     (out / "gone").mkdir(parents=True)  # what an earlier run wrote goes
-    written = curves.write_curves(runs, out)
-    assert sorted(written) == sorted(out.iterdir()) == [out / "b_weight_decay.csv", out / "finals.json"]
+    written = curves.write_curves(runs, out, ["b_weight_decay", "b_moe"])  # b_moe: declared, not trained yet
+    assert sorted(written) == sorted(out.iterdir()) == [out / "b_moe.csv", out / "b_weight_decay.csv",
+                                                        out / "finals.json"]
     assert (out / "b_weight_decay.csv").read_text() == "run,step,loss\nwd0.01_s0,10,7.1235\nwd0_s0,10,6.5\n"
+    assert (out / "b_moe.csv").read_text() == "run,step,loss\n"
     assert json.loads((out / "finals.json").read_text()) == {
         "b_weight_decay/wd0_s0": {"status": "completed", "val_loss": 6.4, "seed": 0}}
+
+
+def test_the_curves_stage_writes_every_graph_dvc_yaml_declares():
+    """Each plot of dvc.yaml (an experiment params.yaml declares, under its profile's variable) is a
+    file the curves stage writes, an empty graph until the experiment has a run."""
+    for profile, variable in (("default", "${profile}"), ("headline", "${headline_profile}")):
+        plotted = {experiment for experiment, under in stages.experiments().items() if under == variable}
+        assert set(curves.declared(profile)) == plotted, profile
 
 
 def test_stages_of_the_same_neighbours_are_one_node_and_groups_one_each():
