@@ -57,12 +57,15 @@ class Rung:
 RUNG_FORM = "'experiment/variant' or 'experiment/variant/analysis'"
 
 
-def rungs_from(ladder: Mapping[str, str]) -> list[Rung]:
+def rungs_from(ladder: Mapping[str, str], labels: Sequence[str] | None = None) -> list[Rung]:
     """The rungs of a notebook's `ladder` parameter, {label: "experiment/variant"} in ladder order;
-    a third part "/analysis" names the folder of the rung's layer scores (`Rung.analysis`). A
-    malformed entry is refused with a one-line ConfigError."""
+    a third part "/analysis" names the folder of the rung's layer scores (`Rung.analysis`). With
+    `labels` (the paper's rungs, in its order), the ladder's labels must be some of them in that
+    order. A malformed entry is refused with a one-line ConfigError."""
     if not ladder:
         raise ConfigError(f"ladder is empty; expected {{label: {RUNG_FORM}, ...}}")
+    if labels is not None and [label for label in labels if label in ladder] != list(ladder):
+        raise ConfigError(f"ladder: {list(ladder)} is not allowed; expected some of {list(labels)}, in that order")
     rungs = []
     for label, runs in ladder.items():
         parts = runs.split("/") if isinstance(runs, str) else []

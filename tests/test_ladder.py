@@ -110,6 +110,17 @@ def test_a_malformed_rung_is_refused_in_one_line(runs):
         rungs_from({})
 
 
+@pytest.mark.parametrize("ladder", [{"L=64": "b_depth/d64"}, {"+ MoE": "b_recipe/moe", "L=32": "b_recipe/baseline"}])
+def test_a_ladder_of_the_papers_rungs_keeps_their_names_and_order(ladder):
+    paper = ["L=16", "L=32", "+ MoE"]
+    assert [rung.label for rung in rungs_from({"L=32": "h_250m/pre_ln", "+ MoE": "h_recipe/moe"}, paper)] == \
+        ["L=32", "+ MoE"]
+    with pytest.raises(ConfigError) as error:
+        rungs_from(ladder, paper)
+    assert str(error.value) == (f"ladder: {list(ladder)} is not allowed; "
+                                "expected some of ['L=16', 'L=32', '+ MoE'], in that order")
+
+
 def test_rungs_without_runs_stop_the_ladder_before_anything_is_read(tmp_path):
     write_run(tmp_path, "exp", "a_s0")
     write_run(tmp_path, "exp", "ab_s0")  # a variant whose name starts with another's is not that variant
