@@ -43,7 +43,7 @@ def tiny_run(tokens_dir, *extra: str) -> list[str]:
             *extra]
 
 
-def torchrun(*args: str, cwd=None, timeout: int = 300) -> subprocess.CompletedProcess:
+def torchrun(*args: str, cwd=None, timeout: int = 300) -> None:
     """`torchrun ARGS` on the CPU (gloo, a thread a process), on a port free now,
     so that the tests of two pytest workers never share one. A run that outlives `timeout` is sent
     SIGABRT, whose Python tracebacks (PYTHONFAULTHANDLER) of the launcher and both processes fail
@@ -64,7 +64,6 @@ def torchrun(*args: str, cwd=None, timeout: int = 300) -> subprocess.CompletedPr
             output, _ = process.communicate()
             pytest.fail(f"torchrun ran past {timeout} s; its tracebacks:\n{output[-6000:]}")
     assert process.returncode == 0, output[-3000:]
-    return subprocess.CompletedProcess(command, process.returncode, output)
 
 
 def _descendants(pid: int) -> list[int]:
