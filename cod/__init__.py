@@ -5,6 +5,8 @@ the caches (.cache/) are found from it, wherever the command runs; modules impor
 and `load_yaml`, which reads params.yaml, dvc.yaml and the registry.
 """
 
+import copy
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -15,5 +17,12 @@ YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser,
 
 
 def load_yaml(path: str | Path) -> Any:
-    """The YAML file at `path`, parsed as `yaml.safe_load` would."""
+    """The YAML file at `path`, parsed as `yaml.safe_load` would: a copy of its last parse while the
+    file keeps its modification time and size (params.yaml is read many times a command)."""
+    stat = Path(path).stat()
+    return copy.deepcopy(_parsed(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size))
+
+
+@lru_cache(maxsize=16)
+def _parsed(path: str, mtime_ns: int, size: int) -> Any:
     return yaml.load(Path(path).read_text(), Loader=YAML_LOADER)

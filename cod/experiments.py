@@ -82,7 +82,8 @@ def visible_gpus() -> list[str]:
     return [i.strip() for i in ids][:count]
 
 FORKS = multiprocessing.get_context("forkserver")  # CPU runs: forked from one process that imported cod.run
-FORKS.set_forkserver_preload(["cod.run"])
+# and torch._dynamo, which torch imports when a process makes its first optimiser: seconds a run, paid once here
+FORKS.set_forkserver_preload(["cod.run", "torch._dynamo"])
 
 
 def train_on_cpu(arguments: list[str]) -> int:

@@ -18,12 +18,13 @@ import io
 import json
 import sys
 from datetime import date
+from functools import lru_cache
 from typing import Any
 
 import torch
 
 from cod.benchmark import measure
-from cod.config import FFN, RunConfig, run_config_from_dict
+from cod.config import FFN, ModelConfig, RunConfig, run_config_from_dict
 from cod.flops import flops_per_token
 from cod.model import Transformer
 from cod.params import ROOT, Run, all_runs, profile_settings
@@ -119,9 +120,16 @@ def run_seconds(run: Run, speeds: dict[tuple, float], measured: set[tuple] = fro
 
 def tokens_per_parameter(run: Run) -> float:
     cfg = run.shape_config
+    model = json.dumps(cfg.to_dict()["model"], sort_keys=True)
+    return cfg.train.steps * cfg.data.batch_size * cfg.data.seq_len / non_embedding_params(model)
+
+
+@lru_cache(maxsize=None)
+def non_embedding_params(model: str) -> int:
+    """Non-embedding parameters of a model (`model`: its config as JSON, `RunConfig.to_dict()["model"]`),
+    built once per shape on the meta device, where initialising still costs Python calls per tensor."""
     with torch.device("meta"):
-        params = Transformer(cfg.model).num_params(embeddings=False)
-    return cfg.train.steps * cfg.data.batch_size * cfg.data.seq_len / params
+        return Transformer(ModelConfig(**json.loads(model))).num_params(embeddings=False)
 
 
 def plan(params: dict[str, Any], show_runs: str | None = None, out=sys.stdout) -> dict[str, float]:

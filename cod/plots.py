@@ -16,6 +16,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import Image, display
 
 from cod.png import compact_png
 
@@ -79,10 +80,13 @@ def save(fig, figures_dir: str | Path, name: str) -> Path:
     return path
 
 
-def show(fig, figures_dir: str | Path, name: str) -> None:
-    """`save` `fig` as figures_dir/name.png, then show it in the notebook."""
-    save(fig, figures_dir, name)
-    plt.show()
+def show(fig, figures_dir: str | Path, name: str) -> Path:
+    """`save` `fig` as figures_dir/name.png, close it and show that file in the notebook: drawn once
+    (the inline backend would draw it again, twice for its tight bounding box); returns the path."""
+    path = save(fig, figures_dir, name)
+    plt.close(fig)
+    display(Image(data=path.read_bytes(), format="png"))
+    return path
 
 
 def heatmaps(fig, axes, matrices: list[np.ndarray], label: str, cmap: str = "viridis", symmetric: bool = False,

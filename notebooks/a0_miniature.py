@@ -115,8 +115,7 @@ axes[2].bar([f"w{widths[v]}" for v in variants], [speed[v] for v in variants], c
 axes[2].set_ylabel("training tokens/s, one core")
 axes[2].set_title("throughput (fastest seed; two runs side by side)")
 fig.suptitle(f"Pilot: paper A's 12-layer model at four widths, equal compute ({profile} profile)")
-plots.save(fig, figures_dir, "pilot_loss_vs_tokens_and_compute")
-plt.show()
+plots.show(fig, figures_dir, "pilot_loss_vs_tokens_and_compute")
 
 # %% [markdown]
 # ## The candidates at equal compute

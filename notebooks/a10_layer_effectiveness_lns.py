@@ -161,8 +161,7 @@ for row, name in enumerate(sizes):
     axes[row, 2].set_title(f"{size_label(name)}: on the paper's figure scale")
     for ax in axes[row]:
         ax.legend()
-plots.save(fig, figures_dir, "fig7_layer_effectiveness")
-plt.show()
+plots.show(fig, figures_dir, "fig7_layer_effectiveness")
 
 # %% [markdown]
 # ## Claims, judged by the rule

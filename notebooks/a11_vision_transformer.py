@@ -121,8 +121,7 @@ for ax, (label, variant) in zip(axes, ROWS.items()):
     ax.set_yscale("log")
 axes[0].set_ylabel(r"block output variance $\sigma^2$")
 axes[-1].legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-plots.save(fig, figures_dir, "fig8_variance_over_training")
-plt.show()
+plots.show(fig, figures_dir, "fig8_variance_over_training")
 
 # %% [markdown]
 # ## Variance against depth at the end of training, and training loss
@@ -138,8 +137,7 @@ ax.legend(fontsize=8)
 plots.loss_curves(ax_loss, load_history(experiment, runs_dir), ROWS, smooth=5, x="step")
 ax_loss.legend(fontsize=8)
 ax_loss.set_title("training loss")
-plots.save(fig, figures_dir, "variance_by_depth_and_loss")
-plt.show()
+plots.show(fig, figures_dir, "variance_by_depth_and_loss")
 
 # %% [markdown]
 # ## Claims, judged by the rule

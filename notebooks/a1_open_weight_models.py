@@ -199,8 +199,7 @@ for ax, (name, m) in zip(np.atleast_1d(axes), loaded.items()):
         twin.set_ylabel("ARC-Easy accuracy drop (points)", color="k")
         twin.set_ylim(min(0, twin.get_ylim()[0]), None)
         twin.legend(loc="upper right")
-plots.save(fig, figures_dir, "fig2_layer_removal")
-plt.show()
+plots.show(fig, figures_dir, "fig2_layer_removal")
 
 # %% [markdown]
 # ## Fig. 2 (bottom): angular distance between the inputs of layers l and l + n
@@ -229,8 +228,7 @@ for name, table in adjacent.items():
 ax.axhline(0.2, color="grey", linestyle=":", linewidth=1, label="0.2 (paper's mark)")
 ax.set(xlabel="relative depth $l / L$", ylabel="$d(x^l, x^{l+1})$", title="adjacent layers")
 ax.legend()
-plots.save(fig, figures_dir, "fig2_angular_distance")
-plt.show()
+plots.show(fig, figures_dir, "fig2_angular_distance")
 
 # %% [markdown]
 # ### Why the decoder's distances are small at every depth
@@ -342,8 +340,7 @@ for ax, (name, per_token) in zip(line_axes, jacobians.items()):
     twin.spines["right"].set_visible(True)
     lines = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
     ax.legend(lines, [h.get_label() for h in lines], loc="upper center")
-plots.save(fig, figures_dir, "fig5_jacobians")
-plt.show()
+plots.show(fig, figures_dir, "fig5_jacobians")
 
 # %% [markdown]
 # ## How the verdicts are decided

@@ -132,8 +132,7 @@ for name in sizes:
             ax.set_title(f"({'ab'[col]}) {label}, {size_label(name)}: {what}")
             ax.set_xlabel("layer $l$")
             ax.set_ylabel("offset $n$")
-    plots.save(fig, figures_dir, f"fig3ab_angular_distance_{name}")
-    plt.show()
+    plots.show(fig, figures_dir, f"fig3ab_angular_distance_{name}")
 
 # %% [markdown]
 # ## Fig. 3 (c, d): loss increase when one layer is removed
@@ -149,8 +148,7 @@ for row, name in enumerate(sizes):
     axes[row, 1].set_ylabel(r"$d(x^l, x^{l+1})$")
     axes[row, 1].set_title(f"{size_label(name)}: adjacent-layer angular distance")
     axes[row, 0].legend()
-plots.save(fig, figures_dir, "fig3cd_layer_removal")
-plt.show()
+plots.show(fig, figures_dir, "fig3cd_layer_removal")
 
 # %% [markdown]
 # ## Claims, judged by the rule

@@ -134,8 +134,7 @@ axes[1].set_title("difference to Pre-LN, same seed")
 for ax in axes:
     ax.legend()
 fig.suptitle(f"Training loss ({profile} profile, {len(seeds)} seeds)")
-plots.save(fig, figures_dir, "loss_curves")
-plt.show()
+plots.show(fig, figures_dir, "loss_curves")
 
 # %% [markdown]
 # ## Fig. 4: variance of every layer over training
@@ -158,8 +157,7 @@ twins = plots.paper_marks(axes, steps[-1], [PAPER_LAST[v] for v in variants], f"
 handles = [h for a in (axes[-1], twins[-1]) for h in a.get_legend_handles_labels()[0]]
 fig.legend(handles, [h.get_label() for h in handles], loc="outside right center", ncol=1)
 fig.suptitle(f"Per-layer output variance during training ({profile} profile, {len(seeds)} seeds)")
-plots.save(fig, figures_dir, "fig4_variance_over_training")
-plt.show()
+plots.show(fig, figures_dir, "fig4_variance_over_training")
 
 # %% [markdown]
 # ## The judged statistic: growth of σ² relative to the run's own start
@@ -188,8 +186,7 @@ for ax, name, layers in zip(axes, ["deep", "shallow"], [deep, shallow]):
     ax.set_title(f"{name} blocks {layers[0]}-{layers[-1]}")
 axes[0].set_ylabel(f"{plots.SIGMA2} / {plots.SIGMA2} at step 0")
 axes[0].legend()
-plots.save(fig, figures_dir, "variance_growth")
-plt.show()
+plots.show(fig, figures_dir, "variance_growth")
 
 # %% [markdown]
 # ## Fig. 9: variance against depth at several points of training
@@ -204,8 +201,7 @@ for ax, variant in zip(np.atleast_1d(axes), variants):
     ax.set_yscale("log")
 axes[0].set_ylabel(f"output variance {plots.SIGMA2}")
 axes[0].legend()
-plots.save(fig, figures_dir, "fig9_variance_vs_depth")
-plt.show()
+plots.show(fig, figures_dir, "fig9_variance_vs_depth")
 
 # %% [markdown]
 # ## The numbers, per seed and over seeds

@@ -120,8 +120,7 @@ for ax, size in zip(axes[0], sizes):
     ppl_dots(ax, sweep[sweep["size"] == size], ROWS, PAPER[size])
     ax.set_title(f"{size} miniature")
 ppl_dots_legend(fig, "paper A, Table 1", loc="outside lower center", ncol=3)
-plots.save(fig, figures_dir, "table1_perplexity")
-plt.show()
+plots.show(fig, figures_dir, "table1_perplexity")
 
 # %% [markdown]
 # ## Fig. 1 (right): final loss against model size
@@ -160,8 +159,7 @@ ax_paper.set_xticks([], minor=True)
 ax_paper.set_xlabel("model size (paper)")
 ax_paper.set_ylabel(r"$\ln$ perplexity (nats)")
 ax_paper.set_title("Paper, Table 1 (×: diverged, perplexity > 1000)")
-plots.save(fig, figures_dir, "fig1_loss_vs_size")
-plt.show()
+plots.show(fig, figures_dir, "fig1_loss_vs_size")
 
 # %% [markdown]
 # ## Figs. 1 (right) and 6: training loss, every norm at every size
@@ -186,8 +184,7 @@ for column, size in enumerate(sizes):
     axes[1][column].set_title(f"{size}: Pre-LN and LNS, second half")
 axes[0][-1].legend()
 axes[1][-1].legend()
-plots.save(fig, figures_dir, "fig6_loss_curves")
-plt.show()
+plots.show(fig, figures_dir, "fig6_loss_curves")
 
 # %% [markdown]
 # ## Claims, judged by the rule above, per size

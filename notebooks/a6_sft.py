@@ -140,8 +140,7 @@ plots.loss_curves(ax, history, ROWS, smooth=3, x="step")
 ax.set_ylabel("fine-tuning loss (answer tokens)")
 ax.legend(fontsize=8)
 ax.set_title(f"Fine-tuning loss ({profile} profile)")
-plots.save(fig, figures_dir, "sft_loss_curves")
-plt.show()
+plots.show(fig, figures_dir, "sft_loss_curves")
 
 # %% [markdown]
 # ## Average accuracy before and after fine-tuning
@@ -169,8 +168,7 @@ ax_paper.set_xticks(range(len(ROWS)), list(ROWS))
 ax_paper.set_ylim(25, 45)
 ax_paper.set_ylabel("average accuracy (%)")
 ax_paper.set_title("paper, Table 2 (250M)")
-plots.save(fig, figures_dir, "average_accuracy")
-plt.show()
+plots.show(fig, figures_dir, "average_accuracy")
 
 # %% [markdown]
 # ## Claims: the chance floor first, then the rule

@@ -131,8 +131,7 @@ for column, size in enumerate(sizes):
     ax.set_title(f"Training loss, {size} miniature")
 axes[1][0].legend(ncols=2, loc="upper right")  # 130M has every row, OLMo init included
 ppl_dots_legend(fig, "paper A, Table 6", loc="outside upper center", ncol=3)
-plots.save(fig, figures_dir, "loss_curves")
-plt.show()
+plots.show(fig, figures_dir, "loss_curves")
 
 # %% [markdown]
 # ## Claims, judged by the rule, per size

@@ -54,7 +54,6 @@ figures_dir = figures_dir or f"figures/{profile}/a8_other_norms"
 # %%
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
@@ -98,8 +97,7 @@ history = load_history(experiment, runs_dir)
 fig, ax_ppl, ax = ppl_and_loss(sweep, history, ROWS, PAPER["130M"], "paper A, Table 7")
 ax_ppl.set_title("Table 7: final perplexity at 130M")
 ax.set_title(f"Table 7's norms at 130M: training loss ({profile} profile)")
-plots.save(fig, figures_dir, "loss_curves")
-plt.show()
+plots.show(fig, figures_dir, "loss_curves")
 
 # %% [markdown]
 # ## Claims, judged by the rule

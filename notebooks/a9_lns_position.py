@@ -58,7 +58,6 @@ figures_dir = figures_dir or f"figures/{profile}/a9_lns_position"
 from dataclasses import replace
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
@@ -107,8 +106,7 @@ history = load_history(experiment, runs_dir)
 fig, ax_ppl, ax = ppl_and_loss(sweep, history, ROWS, PAPER["130M"], "paper A, Table 8", height=4.4)
 ax_ppl.set_title("Table 8: final perplexity at 130M")
 ax.set_title(rf"Positions of $1/\sqrt{{l}}$ at 130M: training loss ({profile} profile)")
-plots.save(fig, figures_dir, "loss_curves")
-plt.show()
+plots.show(fig, figures_dir, "loss_curves")
 
 # %% [markdown]
 # ## Claims, judged by the rule

@@ -200,8 +200,7 @@ axes[1].set_title("difference to the shallowest model, same seed")
 axes[0].legend()
 axes[1].legend(fontsize=8)
 fig.suptitle(f"Training loss by depth ({profile} profile, {len(seeds)} seeds)")
-plots.save(fig, figures_dir, "loss_curves")
-plt.show()
+plots.show(fig, figures_dir, "loss_curves")
 
 # %% [markdown]
 # ## Fig. 2a and Fig. 9: output variance against depth
@@ -223,8 +222,7 @@ for ax in axes:
 axes[0].set_title("last layer during training (Fig. 2a)")
 axes[1].set_title("every layer at the end of training")
 axes[1].legend(loc="lower right")
-plots.save(fig, figures_dir, "fig2a_last_layer_variance")
-plt.show()
+plots.show(fig, figures_dir, "fig2a_last_layer_variance")
 
 fig, axes = plt.subplots(1, len(variants), figsize=(4 * len(variants), 3.4), sharey=True)
 for ax, v in zip(np.atleast_1d(axes), variants):
@@ -233,8 +231,7 @@ for ax, v in zip(np.atleast_1d(axes), variants):
     ax.set_yscale("log")
 np.atleast_1d(axes)[0].set_ylabel(f"output variance {plots.SIGMA2}")
 fig.suptitle("Every layer's output variance during training (Fig. 9), shallow blue to deep red")
-plots.save(fig, figures_dir, "fig9_variance_every_layer")
-plt.show()
+plots.show(fig, figures_dir, "fig9_variance_every_layer")
 
 # %% [markdown]
 # ## Fig. 2b: $\|J - I\|_F / d$ by layer
@@ -257,8 +254,7 @@ for ax in axes:
     ax.set_ylabel(plots.JACOBIAN_DEVIATION)
     ax.set_yscale("log")
 axes[0].legend()
-plots.save(fig, figures_dir, "fig2b_jacobian_deviation")
-plt.show()
+plots.show(fig, figures_dir, "fig2b_jacobian_deviation")
 
 # %% [markdown]
 # ## Fig. 3 and Fig. 12: Jacobian matrices
@@ -302,8 +298,7 @@ ax.set_ylabel(f"{plots.JACOBIAN_DEVIATION}, mean over layers")
 ax.set_ylim(0, None)
 ax.legend()
 right.suptitle("each model, every seed")
-plots.save(fig, figures_dir, "fig3_jacobians_by_depth")
-plt.show()
+plots.show(fig, figures_dir, "fig3_jacobians_by_depth")
 
 deepest = variants[-1]
 shown = sorted({max(1, round(f * depth_of[deepest])) for f in (0.125, 0.375, 0.625, 0.875, 1.0)})
@@ -311,8 +306,7 @@ fig, axes = plt.subplots(1, len(shown), figsize=(3.0 * len(shown) + 1, 3.3))
 jacobian_panels(fig, np.atleast_1d(axes), [analyses[deepest, seeds[0]].jacobians.mean[layer - 1] for layer in shown],
                 [f"layer {layer}" for layer in shown])
 fig.suptitle(f"{label[deepest]}: $J - I$ across depth (Fig. 12), seed {seeds[0]}")
-plots.save(fig, figures_dir, "fig12_jacobians_deepest")
-plt.show()
+plots.show(fig, figures_dir, "fig12_jacobians_deepest")
 
 # %% [markdown]
 # ## Fig. 2c: causal, permutation and usefulness scores against depth
@@ -336,8 +330,7 @@ for ax, score in zip(axes, ["causal", "permutation", "usefulness"]):
         ax.text(0.03, 0.12, "ours: 0 at every depth\n(no block reaches tau)", transform=ax.transAxes, color="C0")
 handles = [h for a in (axes[0], twin) for h in a.get_legend_handles_labels()[0]]
 axes[0].legend(handles, ["ours (left axis)", "paper B (right axis)"], loc="upper right")
-plots.save(fig, figures_dir, "fig2c_scores_vs_depth")
-plt.show()
+plots.show(fig, figures_dir, "fig2c_scores_vs_depth")
 
 # %% [markdown]
 # ### Where the scores come from
@@ -370,8 +363,7 @@ for col, v in enumerate(variants):
                           1.5 * max(tau, per_layer["affine_rise"].max()))
 axes[2, 0].set_ylabel("relative loss rise, affine block")
 fig.legend(*axes[2, 0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
-plots.save(fig, figures_dir, "score_matrices")
-plt.show()
+plots.show(fig, figures_dir, "score_matrices")
 
 # %% [markdown]
 # ## Table 1: effective / wasted layers, perplexity and zero-shot accuracy

@@ -119,8 +119,7 @@ results = {"profile": profile, "seed": seed, "settings": SETTINGS}
 
 
 def show(fig, name):
-    plots.save(fig, out, name)
-    plt.show()
+    plots.show(fig, out, name)
     plt.close(fig)
 
 

@@ -181,8 +181,7 @@ for row, kind in enumerate(KINDS):
     axes[row, 0].set_ylabel(f"{KINDS[kind]} {plots.SIGMA2}")
 fig.suptitle(f"Output and branch variances during training ({profile} profile, {len(seeds)} seeds; "
              "shallow blue to deep red)")
-plots.save(fig, figures_dir, "fig10_11_branch_variance_over_training")
-plt.show()
+plots.show(fig, figures_dir, "fig10_11_branch_variance_over_training")
 
 # %% [markdown]
 # ### Growth factors by layer
@@ -205,8 +204,7 @@ for row, prefix in enumerate(["G", "Glate"]):
         ax.set_title(f"{label[v]}, step {first_step if row == 0 else mid_step} -> {last_step}")
     axes[row, 0].set_ylabel("growth factor of " + plots.SIGMA2 + (" (second half)" if row else " (all training)"))
 axes[0, 0].legend()
-plots.save(fig, figures_dir, "growth_factors_by_layer")
-plt.show()
+plots.show(fig, figures_dir, "growth_factors_by_layer")
 
 # %% [markdown]
 # ## Fig. 13: kurtosis of the layer outputs at the end of training
@@ -239,8 +237,7 @@ axes[0].set_ylabel(r"layer kurtosis $\kappa_l$ (eq. 20)")
 axes[0].set_title("layer-level kurtosis by layer")
 axes[1].set_title("against relative depth")
 axes[1].legend()
-plots.save(fig, figures_dir, "fig13_layer_kurtosis")
-plt.show()
+plots.show(fig, figures_dir, "fig13_layer_kurtosis")
 
 # %% [markdown]
 # ### Per-dimension kurtosis (eq. 19)
@@ -272,8 +269,7 @@ axes[0, 0].set_ylabel("dimension j")
 axes[1, 0].set_ylabel(r"share of dimensions with $\kappa_{l,j} > 3$")
 axes[2, 0].set_ylabel(r"largest $\kappa_{l,j}$ of the layer")
 axes[2, 0].legend()
-plots.save(fig, figures_dir, "fig13_per_dimension_kurtosis")
-plt.show()
+plots.show(fig, figures_dir, "fig13_per_dimension_kurtosis")
 
 # %% [markdown]
 # ## Per-run summary

@@ -177,8 +177,7 @@ for ax, (key, f) in zip(axes.ravel(), PER_LAYER.items()):
         ax.set_yscale("log")
     ax.set(xlabel="relative depth l / L", title=key)
 axes[0, 0].legend(fontsize=8)
-plots.save(fig, figures_dir, "per_layer_scores")
-plt.show()
+plots.show(fig, figures_dir, "per_layer_scores")
 
 # %% [markdown]
 # ## Usefulness against tau
@@ -204,8 +203,7 @@ ax.plot([tau] * len(PAPER), PAPER["usefulness"], "k^", label="paper B, L = 12-32
 plots.tau_line(ax, tau, vertical=True, color="k", linestyle=":")
 ax.set(xscale="log", xlabel="tau", ylabel="useful share E / L", ylim=(-0.03, 1.03))
 ax.legend(fontsize=7)
-plots.save(fig, figures_dir, "usefulness_vs_tau")
-plt.show()
+plots.show(fig, figures_dir, "usefulness_vs_tau")
 
 # %% [markdown]
 # ## Causal and permutation matrices
@@ -219,8 +217,7 @@ plots.heatmaps(fig, axes[1], [a.permutation.matrix for a in scores.values()], "p
 for k, (m, a) in enumerate(scores.items()):
     axes[0, k].set(title=f"{m}: C = {a.causal.global_score:.3f}", xlabel="affected block l", ylabel="skipped block s")
     axes[1, k].set(title=f"{m}: P = {a.permutation.global_score:.3f}", xlabel="block j", ylabel="block i")
-plots.save(fig, figures_dir, "causal_permutation")
-plt.show()
+plots.show(fig, figures_dir, "causal_permutation")
 
 # %% [markdown]
 # ## Attention sparsity per layer
@@ -237,8 +234,7 @@ for ax, (m, a) in zip(axes[0], with_attention.items()):
         ax.plot(np.arange(1, L + 1), a.attention.sparsity[:, :, k].mean(1), "o-", markersize=3, label=f"eps = {eps:g}")
     ax.set(xlabel="layer", ylabel="attention sparsity", title=m, ylim=(0, 1))
     ax.legend(fontsize=8)
-plots.save(fig, figures_dir, "attention_sparsity")
-plt.show()
+plots.show(fig, figures_dir, "attention_sparsity")
 
 # %% [markdown]
 # ## Claims, and the rule fixed before the numbers

@@ -89,8 +89,7 @@ ax.invert_yaxis()
 ax.set_xlabel("claims")
 ax.legend(ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8)
 fig.suptitle(f"Verdicts per notebook: every judged claim ({profile} profile, {len(table)} claims)")
-plots.save(fig, figures_dir, "verdicts_by_notebook")
-plt.show()
+plots.show(fig, figures_dir, "verdicts_by_notebook")
 
 # %% [markdown]
 # ## The summary the README shows

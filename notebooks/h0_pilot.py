@@ -175,8 +175,7 @@ axes[2].set_xlabel("block removed")
 axes[2].set_ylabel("loss rise / shallow third's mean")
 axes[2].legend(fontsize=8)
 fig.suptitle(f"Pilot of the headline profile: Pre-LN at {candidates['layers'].iloc[0]} layers ({profile} profile; darker: more tokens)")
-plots.save(fig, figures_dir, "pilot_tests")
-plt.show()
+plots.show(fig, figures_dir, "pilot_tests")
 
 # %% [markdown]
 # ## The choice

@@ -106,8 +106,7 @@ axes[1].set_ylabel("blocks")
 axes[1].set_title("Pre-LN deep-quarter / shallow-quarter output variance (log10)")
 fig.colorbar(shown, ax=axes[1])
 fig.suptitle(f"The curse-of-depth map ({profile} profile)")
-plots.save(fig, figures_dir, "depth_map")
-plt.show()
+plots.show(fig, figures_dir, "depth_map")
 
 # %% [markdown]
 # ## Each depth along training, beside paper A
@@ -139,8 +138,7 @@ axes[1].set_yscale("log")
 axes[1].set_xlabel("training tokens (millions)")
 axes[1].set_ylabel("deep / shallow output variance")
 axes[1].legend(fontsize=8, ncol=2)
-plots.save(fig, figures_dir, "depth_map_curves")
-plt.show()
+plots.show(fig, figures_dir, "depth_map_curves")
 
 # %% [markdown]
 # ## Where LNS starts to pay

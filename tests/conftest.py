@@ -108,6 +108,7 @@ SLOW = (
     "test_gpu_path.py::test_the_lease_runs_dry_end_to_end_without_dvc_papermill_or_jupytext",
     "test_gpu_path.py::test_the_lease_skips_what_its_budget_cannot_hold",
     "test_interop.py::test_smollm2_converts_to_the_same_function",
+    "test_memory_record.py::test_a_shape_sized_again_gives_the_recorded_sizes",
     "test_prepare.py::test_a_killed_preparation_resumes_to_the_same_bytes",
     "test_prepare.py::test_an_interrupted_preparation_resumes_to_the_same_bytes",
     "test_prepare.py::test_settings_are_checked_before_resuming_and_a_finished_preparation_is_kept",

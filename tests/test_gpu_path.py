@@ -223,41 +223,6 @@ def test_fsdp_estimate_holds_a_shard_and_never_more_than_a_replica():
     assert sharded_peak(cfg, 8) < four
 
 
-# Settings of a run's memory shape along which its peak can only grow, the others held equal
-GROWING = ("model.d_model", "model.n_layers", "model.n_heads", "model.n_kv_heads", "model.d_ff", "model.vocab_size",
-           "model.max_seq_len", "model.moe_experts", "model.moe_top_k", "model.moe_d_ff", "data.seq_len",
-           "data.batch_size", "train.micro_batch")
-
-
-def _memory_settings(cfg) -> dict:
-    """The settings that decide a training step's memory (cod.memory.SHAPE, MoE's included), resolved."""
-    from cod.config import flatten
-    from cod.memory import SHAPE
-
-    settings = {k: v for k, v in flatten(cfg.to_dict()).items() if k.startswith((*SHAPE, "model.moe_", *GROWING))}
-    settings["model.n_kv_heads"] = settings["model.n_kv_heads"] or settings["model.n_heads"]
-    batch = settings["data.batch_size"]
-    settings["train.micro_batch"] = min(settings["train.micro_batch"] or batch, batch)
-    return settings
-
-
-def _within(small, large) -> bool:
-    """True when run `small` differs from run `large` only by smaller or equal GROWING settings: its
-    step holds the same tensors as large's, none larger, so its peak is no higher."""
-    a, b = _memory_settings(small), _memory_settings(large)
-    return a.keys() == b.keys() and all(
-        a[k] <= b[k] if k in GROWING and None not in (a[k], b[k]) else a[k] == b[k] for k in a)
-
-
-def test_within_orders_shapes_by_the_settings_that_grow_memory():
-    from cod.memory import training_peak
-
-    base = ["model.d_model=64", "model.n_layers=2", "model.n_heads=2", "data.batch_size=4", "data.seq_len=16"]
-    small, deeper, lns = (run_config(base + extra) for extra in ([], ["model.n_layers=3"], ["model.norm=lns"]))
-    assert _within(small, deeper) and not _within(deeper, small) and training_peak(small) < training_peak(deeper)
-    assert not _within(small, lns) and not _within(lns, small)  # another norm is another shape
-
-
 def test_a_peak_carried_along_depth_is_the_traced_peak():
     from cod.memory import depth_period, extrapolated_peak, training_peak
 
@@ -268,43 +233,6 @@ def test_a_peak_carried_along_depth_is_the_traced_peak():
         assert extrapolated_peak(cfg, check=True) == training_peak(cfg), overrides
     assert depth_period(run_config({"model.norm": "mix_ln", "model.mix_ln_fraction": 1 / 3})) == 3
     assert depth_period(run_config({"model.norm": "lns"})) == 1
-
-
-@pytest.mark.slow
-def test_every_paper_run_fits_one_80gb_gpu_or_eight_with_fsdp():
-    """Every dense paper run fits one GPU; the paper's two large MoE models (6-8B parameters in
-    all) fit only sharded, by the FSDP estimate over one node's 8 GPUs.
-
-    Traced: the shapes no other shape contains (`_within`: as deep, wide and long or more, the same
-    architecture otherwise), 22 of the 51: the largest of each architecture, and every run's peak is at
-    most that of a traced shape containing it. Each is traced at three shallow depths, its peak
-    checked to be linear in depth and carried to its own (`extrapolated_peak`), in two processes
-    (fake tensors are Python)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from functools import partial
-
-    from cod.params import load_params
-    from cod.memory import SHARDS, distinct_shapes, extrapolated_peak, fits, sharded_peak, state_bytes
-
-    shapes = distinct_shapes({**load_params(), "profile": "paper"})
-    assert {"b_depth/d32", "a_350m/pre_ln", "a_130m/sandwich_ln", "b_recipe/moe"} <= shapes.keys()
-    too_big = {label for label, cfg in shapes.items() if not fits(state_bytes(cfg))}  # the states alone exceed a GPU
-    rest = {label: cfg for label, cfg in shapes.items() if label not in too_big}
-    traced = {label: cfg for label, cfg in rest.items()
-              if not any(_within(cfg, other) and not _within(other, cfg) for other in rest.values())}
-    assert {"a_350m/mix_ln", "b_depth/d32", "b_recipe/long_context", "b_moe/moe_small_shared"} <= traced.keys()
-    assert "b_depth/d16" not in traced and len(traced) < len(shapes) / 2
-    inside = {label: [t for t in traced if _within(cfg, traced[t])] for label, cfg in rest.items() if label not in traced}
-    assert all(inside.values()), [label for label, cover in inside.items() if not cover]
-    slowest_first = sorted(traced, key=lambda label: shapes[label].model.ffn != "moe")
-    with ProcessPoolExecutor(min(2, os.cpu_count() or 1), mp_context=multiprocessing.get_context("spawn")) as pool:
-        sharded = {label: pool.submit(sharded_peak, shapes[label]) for label in sorted(too_big)}
-        peaks = dict(zip(slowest_first, pool.map(partial(extrapolated_peak, check=True),
-                                                 [traced[label] for label in slowest_first])))
-        sharded = {label: future.result() for label, future in sharded.items()}
-    assert too_big | {label for label, peak in peaks.items() if not fits(peak)} == {"b_moe/moe", "b_recipe/moe"}
-    assert SHARDS == 8 and all(fits(peak) for peak in sharded.values())
 
 
 # ----------------------------------------------------------------------------- what a GPU step waits for

@@ -28,3 +28,14 @@ def test_halves_line_splits_after_block_l_over_2_and_is_labelled():
     assert line.get_xdata()[0] == 6.5
     assert ax.get_legend_handles_labels()[1] == ["shallow | deep halves"]
     plt.close(fig)
+
+
+def test_show_displays_the_saved_file_and_closes_the_figure(tmp_path, monkeypatch):
+    """A figure is drawn once: the notebook shows the PNG written to figures/, not a second rendering."""
+    shown = []
+    monkeypatch.setattr(plots, "display", shown.append)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    path = plots.show(fig, tmp_path, "line")
+    assert path == tmp_path / "line.png" and shown[0].data == path.read_bytes()
+    assert not plt.fignum_exists(fig.number)

@@ -31,7 +31,9 @@ import os
 import shutil
 import tempfile
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO, Callable
 
@@ -130,14 +132,30 @@ def _from_gguf(path: Path, out: Path) -> None:
     for module, pip in (("gguf", "pip install gguf"), ("accelerate", "pip install accelerate")):
         if importlib.util.find_spec(module) is None:
             raise ModuleNotFoundError(f"reading GGUF weights needs {module}: {pip}")
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    loaded = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+    with _gguf_read_once():
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        loaded = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
     config = loaded.config
     del config.quantization_config  # the tensors are dequantised fp32 now; a GGUF model cannot be saved
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict(), strict=True)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+
+
+@contextmanager
+def _gguf_read_once():
+    """transformers reads a GGUF file's metadata three times (config, tokenizer, weights) and builds
+    gguf's tensor-name map once per tensor, most of a conversion's time; both are only read, so
+    here each is made once."""
+    import gguf  # lazy: only a GGUF conversion needs it (checked installed by the caller)
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    gguf.GGUFReader, gguf.get_tensor_name_map = lru_cache(maxsize=1)(reader), lru_cache(maxsize=4)(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
 
 
 def _from_zip(path: Path, out: Path) -> None:
