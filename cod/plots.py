@@ -80,13 +80,12 @@ def save(fig, figures_dir: str | Path, name: str) -> Path:
     return path
 
 
-def show(fig, figures_dir: str | Path, name: str) -> Path:
+def show(fig, figures_dir: str | Path, name: str) -> None:
     """`save` `fig` as figures_dir/name.png, close it and show that file in the notebook: drawn once
-    (the inline backend would draw it again, twice for its tight bounding box); returns the path."""
+    (the inline backend would draw it again, twice for its tight bounding box)."""
     path = save(fig, figures_dir, name)
     plt.close(fig)
     display(Image(data=path.read_bytes(), format="png"))
-    return path
 
 
 def heatmaps(fig, axes, matrices: list[np.ndarray], label: str, cmap: str = "viridis", symmetric: bool = False,
