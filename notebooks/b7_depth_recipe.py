@@ -140,7 +140,7 @@ for ax, (column, paper_column, ylabel) in zip(axes, [("accuracy", "accuracy", "m
         ax.plot(x, values[seed], "o", alpha=0.6, label=f"ours, seed {seed}")
     ax.plot(x, values.mean(axis=1), "-", color="black", label="ours, mean")
     if paper_column:
-        ax.plot(x, PAPER[paper_column], "x", color="tab:red", markersize=9, label="paper")
+        ax.plot(x, PAPER.loc[ladder.labels, paper_column], "x", color="tab:red", markersize=9, label="paper")
     ax.set(xticks=x, ylabel=ylabel)
     ax.set_xticklabels(ladder.labels, rotation=20)
 axes[0].axhline(chance, ls="--", color="grey", lw=1, label=f"chance, {chance:g}%")
