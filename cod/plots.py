@@ -36,6 +36,7 @@ STYLE = {
     "savefig.bbox": "tight",
 }
 mpl.rcParams.update(STYLE)
+SHOWN_COLOURS = 64  # of a figure's copy inside an executed notebook: a quarter fewer bytes in git than the file
 
 SIGMA2 = r"$\sigma^2$"  # output variance
 JACOBIAN_DEVIATION = r"$\|J - I\|_F\,/\,d$"  # distance of a block Jacobian from the identity
@@ -81,11 +82,11 @@ def save(fig, figures_dir: str | Path, name: str) -> Path:
 
 
 def show(fig, figures_dir: str | Path, name: str) -> None:
-    """`save` `fig` as figures_dir/name.png, close it and show that file in the notebook: drawn once
-    (the inline backend would draw it again, twice for its tight bounding box)."""
+    """`save` `fig` as figures_dir/name.png, close it and show that file in the notebook (in
+    `SHOWN_COLOURS`): drawn once (the inline backend would draw it again, twice for its tight box)."""
     path = save(fig, figures_dir, name)
     plt.close(fig)
-    display(Image(data=path.read_bytes(), format="png"))
+    display(Image(data=compact_png(path.read_bytes(), SHOWN_COLOURS), format="png"))
 
 
 def heatmaps(fig, axes, matrices: list[np.ndarray], label: str, cmap: str = "viridis", symmetric: bool = False,

@@ -35,3 +35,12 @@ def test_a_figure_shrinks_keeps_its_size_and_looks_the_same():
 def test_compacting_twice_changes_nothing():
     once = compact_png(figure_png())
     assert Image.open(io.BytesIO(once)).mode == "P" and compact_png(once) == once
+
+
+def test_fewer_colours_re_encode_a_palette_image_smaller_and_close():
+    once = compact_png(figure_png())
+    fewer = compact_png(once, 64)
+    image = Image.open(io.BytesIO(fewer))
+    assert image.mode == "P" and len(image.getcolors()) <= 64 and len(fewer) < len(once)
+    before, after = (np.asarray(Image.open(io.BytesIO(b)).convert("RGB"), dtype=float) for b in (once, fewer))
+    assert np.abs(before - after).mean() < 2.0  # of 255
