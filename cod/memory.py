@@ -279,11 +279,11 @@ def record(profile: str, params: dict) -> dict[str, Any]:
 
 def readme_text(kept: dict[str, Any]) -> str:
     """README.md's memory block: the record's sizes, a row per experiment."""
-    runs, gb = kept["runs"], lambda n: f"{n / 1e9:.0f}"
+    runs = kept["runs"]
     sharded = {label: r for label, r in runs.items() if r["sharded"] is not None}
     lines = [f"Sized {kept['date']} (torch {kept['torch']}, `python -m cod.memory {kept['profile']} --record`): "
              f"{len(runs) - len(sharded)} of the profile's {len(runs)} distinct shapes peak within "
-             f"{1 - kept['margin']:.0%} of one {gb(kept['gpu_bytes'])} GB GPU."]
+             f"{1 - kept['margin']:.0%} of one {kept['gpu_bytes'] / 1e9:.0f} GB GPU."]
     if sharded:
         lines[0] += (" " + ", ".join(f"`{label}`" for label in sharded) + " fit only sharded: over "
                      f"{kept['shards']} GPUs with `train.parallel: fsdp`, their estimated peak per GPU is "
@@ -309,8 +309,8 @@ def readme_text(kept: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def record_path(profile: str, folder: Path = RECORDS) -> Path:
-    return folder / f"{profile}.json"
+def record_path(profile: str) -> Path:
+    return RECORDS / f"{profile}.json"
 
 
 def main(argv: list[str] | None = None) -> int:
