@@ -25,13 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import queue
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -86,13 +88,29 @@ FORKS = multiprocessing.get_context("forkserver")  # CPU runs: forked from one p
 FORKS.set_forkserver_preload(["cod.run", "torch._dynamo"])
 
 
+# multiprocessing reads a forked process's exit status from a pipe in `poll`, which is not thread-safe:
+# `Process.start` polls every other live process, so a start in one thread could read the status
+# that another thread's `join` was reading, and that join then met the pipe's end: exit status 255
+# for a run that completed. Starts and joins hold this lock; the wait for a process's end does not.
+FORK_STATUS = threading.Lock()
+
+
+def exit_status_of_fork(target: Callable[..., Any], args: tuple) -> int:
+    """`target(*args)` in a process forked from `FORKS`' server; its exit status (negative: killed by
+    that signal). Safe to call from several threads at once."""
+    process = FORKS.Process(target=target, args=args)
+    with FORK_STATUS:
+        process.start()
+    multiprocessing.connection.wait([process.sentinel])  # the server has sent the exit status
+    with FORK_STATUS:
+        process.join()
+    return process.exitcode
+
+
 def train_on_cpu(arguments: list[str]) -> int:
     """`python -m cod.run ARGUMENTS` from the repository, in a process forked from `FORKS`' server;
-    its exit status (negative: killed by that signal)."""
-    process = FORKS.Process(target=cod.run.forked, args=(arguments, str(ROOT)))
-    process.start()
-    process.join()
-    return process.exitcode
+    its exit status."""
+    return exit_status_of_fork(cod.run.forked, (arguments, str(ROOT)))
 
 
 class GPUs:

@@ -96,6 +96,7 @@ SLOW = (
     "test_dvc_stages.py::test_the_readme_graph_is_dvcs_graph_now",
     "test_experiments.py::test_a_forked_cpu_run_trains_from_the_repository_and_returns_its_status",
     "test_experiments.py::test_default_profile_meets_the_miniatures_criterion",
+    "test_experiments.py::test_forked_processes_ended_side_by_side_report_their_own_exit_status",
     "test_experiments.py::test_plan_prints_every_experiment_and_the_totals",
     "test_experiments.py::test_the_readme_plan_table_counts_each_profiles_runs_and_measured_hours",
     "test_fingerprint.py::test_committed_runs_are_complete_under_the_current_code",

@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -376,6 +378,16 @@ def test_a_forked_cpu_run_trains_from_the_repository_and_returns_its_status(tiny
     assert experiments.train_on_cpu(["--out", str(out), *tiny_run(tiny_tokens, "train.steps=4")]) == 0
     assert json.loads((out / "final.json").read_text())["status"] == "completed"
     assert experiments.train_on_cpu(["--out", str(out), "model.norm=pre_lm"]) == 2  # a setting refused
+
+
+def test_forked_processes_ended_side_by_side_report_their_own_exit_status():
+    """Starts and joins from four threads at once (as `train` does with `jobs` > 1): without the
+    lock, a start's poll of the other live processes read a status that a join was reading, and the
+    join reported 255 for a process that exited 0 (about 1 in 30 here)."""
+    with ThreadPoolExecutor(4) as pool:
+        statuses = list(pool.map(lambda _: experiments.exit_status_of_fork(time.sleep, (0.005,)), range(240)))
+    assert statuses == [0] * 240
+    assert experiments.exit_status_of_fork(sys.exit, (3,)) == 3
 
 
 def test_profile_settings_are_checked(tmp_path, monkeypatch):
