@@ -54,14 +54,15 @@ notebooks: install
 plan: install
 	$(BIN)/python -m cod.experiments plan --runs all
 
-# one pytest-xdist worker a core; a test file stays on one worker, so its module fixtures are made once
+# one pytest-xdist worker a core; a test file stays on one worker, so its module fixtures are made once;
+# files start in the order tests/conftest.py gives them (the longest first), not reordered by their test counts
 test: install
-	$(BIN)/python -m pytest -q -n auto --dist loadfile --durations=15
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder --durations=15
 
 # the inner loop: every test but those marked slow (pretrained models, the smoke pipeline, subprocess
 # runs, sizing; pyproject.toml and tests/conftest.py SLOW)
 test-fast: install
-	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not slow" --durations=10
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --no-loadscope-reorder -m "not slow" --durations=10
 
 # the tests that touch Hugging Face, against the oldest transformers pyproject.toml allows
 FLOOR := $(shell sed -n 's/.*"transformers>=\([0-9.]*\)".*/\1/p' pyproject.toml)

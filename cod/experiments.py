@@ -10,7 +10,7 @@
 
 Each run is a separate process with one thread: on a CPU two single-threaded runs side by side
 train about twice as fast as one run on two threads. On the CPU each is forked from a server that
-imported torch and `cod.run` once (`FORKS`), which saves seconds of start-up a run; on GPUs each is
+imported torch, `cod.run` and this module once (`FORKS`), which saves seconds of start-up a run; on GPUs each is
 `python -m cod.run`, or torchrun.
 Where GPUs are visible (those of CUDA_VISIBLE_DEVICES when it is set), every run gets GPUs of
 its own: `gpus_per_run` of them (the profile's, default 1), through CUDA_VISIBLE_DEVICES, and a
@@ -83,9 +83,11 @@ def visible_gpus() -> list[str]:
     ids = visible.split(",") if visible is not None else map(str, range(count))
     return [i.strip() for i in ids][:count]
 
-FORKS = multiprocessing.get_context("forkserver")  # CPU runs: forked from one process that imported cod.run
-# and torch._dynamo, which torch imports when a process makes its first optimiser: seconds a run, paid once here
-FORKS.set_forkserver_preload(["cod.run", "torch._dynamo"])
+FORKS = multiprocessing.get_context("forkserver")  # CPU runs: forked from one process that imported this
+# module (which imports cod.run; a forked process runs the main module's body again, `python -m cod.experiments`'s
+# this one, whose imports are then already made) and torch._dynamo, which torch imports when a process makes
+# its first optimiser: a second of start-up a run, paid once here
+FORKS.set_forkserver_preload(["cod.experiments", "torch._dynamo"])
 
 
 # multiprocessing reads a forked process's exit status from a pipe in `poll`, which is not thread-safe:

@@ -1,7 +1,7 @@
 """DVC stages side by side. `dvc repro` runs one stage at a time, and most of a small stage's time
 is Python starting; this runs the stages' own commands (as DVC resolves them) `jobs` at a time,
-each as soon as the stages whose outputs it reads have run, then records them all in dvc.lock
-with one `dvc commit`: what `dvc repro` of the same stages, one after another, would leave.
+each as soon as the stages whose outputs it reads have run, then records them all in dvc.lock at
+once (`record`): what `dvc repro` of the same stages, one after another, would leave.
 
     python -m cod.pipeline train@a_130m analyse@a_130m --jobs 2
     python -m cod.pipeline prepare train analyse          # a foreach stage's name: all its items
@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import chdir
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,11 +115,26 @@ def run_stages(stages: dict[str, Stage], jobs: int = 2, label: str = "stages", r
                 else:
                     print("\n".join(output.splitlines()[-60:]), file=sys.stderr, flush=True)
                     failed.append(name)
-    if executed:  # `dvc commit` without targets would commit every stage
-        subprocess.run([sys.executable, "-m", "dvc", "commit", "--force", *executed], cwd=repo, check=True)
+    if executed:
+        record(executed, repo)
     if failed or waiting:
         raise SystemExit(f"[{label}] failed: {', '.join(failed)} (output above); not run: {', '.join(waiting) or 'none'}; "
                          f"the {len(executed)} others are recorded in dvc.lock")
+
+
+def record(names: list[str], repo: Path = ROOT) -> None:
+    """Record the stages `names` in dvc.lock as `dvc commit --force NAME ...` does, writing dvc.lock
+    once: the command rewrites it for each stage, a round-trip YAML parse of the whole file (10,000
+    lines here) and a write, about a second a stage."""
+    from dvc.repo import Repo, lock_repo  # lazy: as in resolved_stages
+
+    # from the repository: DVC resolves stage names and output paths against the working directory
+    with chdir(repo), Repo() as dvc_repo, lock_repo(dvc_repo), dvc_repo.scm_context(quiet=True):
+        stages = [info.stage for name in names for info in dvc_repo.stage.collect_granular(name)]
+        for stage in stages:
+            stage.save()
+            stage.commit()
+        stages[0].dvcfile.dump_stages(stages, update_pipeline=False)
 
 
 def main(argv: list[str] | None = None) -> int:

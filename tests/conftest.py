@@ -124,7 +124,8 @@ SLOW = (
 )
 
 
-LONGEST_FIRST = ("test_pipeline.py", "test_gpu_path.py", "test_pretrained.py")  # the files that take longest
+LONGEST_FIRST = ("test_pipeline.py", "test_gpu_path.py", "test_pretrained.py", "test_fingerprint.py", "test_readme.py",
+                 "test_site.py")  # the files that take longest, longest first
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark

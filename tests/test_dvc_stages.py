@@ -240,3 +240,8 @@ def test_stages_run_as_soon_as_what_they_read_exists_and_a_failure_stops_the_res
     status = json.loads(subprocess.run([sys.executable, "-m", "dvc", "status", "--json"], cwd=tmp_path, env=env,
                                        capture_output=True, text=True, check=True).stdout)
     assert set(status) == {"broken", "after_broken"}
+    recorded = (tmp_path / "dvc.lock").read_text()  # what `dvc commit --force` of the same stages writes
+    ran = list(yaml.safe_load(recorded)["stages"])
+    (tmp_path / "dvc.lock").unlink()
+    subprocess.run([sys.executable, "-m", "dvc", "commit", "--force", "-q", *ran], cwd=tmp_path, env=env, check=True)
+    assert (tmp_path / "dvc.lock").read_text() == recorded and sorted(ran) == ["first", "second", "slow"]

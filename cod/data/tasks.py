@@ -178,7 +178,8 @@ def _docs(name: str) -> tuple[dict, ...]:
             return tuple(json.loads(line) for line in f)
     import datasets  # lazy: datasets takes seconds to import, and cod.config imports this module
 
-    return tuple(doc for folder in found for doc in datasets.load_from_disk(str(folder)))
+    # to_list converts whole columns: the same rows as iterating the dataset, several times faster
+    return tuple(doc for folder in found for doc in datasets.load_from_disk(str(folder)).to_list())
 
 
 PARTS = ("tune", "eval")  # fine-tuning's half of a set, and the half it is evaluated on
