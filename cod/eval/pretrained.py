@@ -135,11 +135,11 @@ def _from_gguf(path: Path, out: Path) -> None:
     with _gguf_read_once():
         tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
         loaded = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
-    config = loaded.config
-    del config.quantization_config  # the tensors are dequantised fp32 now; a GGUF model cannot be saved
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(loaded.state_dict(), strict=True)
-    model.save_pretrained(out)
+    # the tensors are dequantised fp32 now: saved as a plain model (transformers refuses to save one it
+    # holds as quantised), the same bytes as a fresh model loaded with them, without initialising one
+    del loaded.config.quantization_config
+    loaded.hf_quantizer = None
+    loaded.save_pretrained(out)
     tokenizer.save_pretrained(out)
 
 

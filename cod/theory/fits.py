@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy import stats
+from scipy.special import stdtrit  # the t distribution's quantile, as cod.verdicts
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def ols(design: np.ndarray, v: np.ndarray, level: float = 0.95) -> LinearFit:
     dof = max(n - p, 1)
     s2 = resid @ resid / dof
     cov = s2 * np.linalg.pinv(design.T @ design)
-    half = stats.t.ppf(0.5 + level / 2, dof) * np.sqrt(np.clip(np.diag(cov), 0, None))
+    half = stdtrit(dof, 0.5 + level / 2) * np.sqrt(np.clip(np.diag(cov), 0, None))
     ss_tot = np.sum((v - v.mean()) ** 2)
     r2 = 1.0 - resid @ resid / ss_tot if ss_tot > 0 else 1.0
     return LinearFit(coef, np.stack([coef - half, coef + half], 1), float(r2), float(np.sqrt(np.mean(resid**2))))
