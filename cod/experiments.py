@@ -40,8 +40,6 @@ import torch
 import cod.run
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
 from cod.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
-from cod.plan import PLAN_MARKERS, plan, readme_block
-from cod.scoreboard import update_readme
 
 
 def datasets_needed(params: dict[str, Any]) -> dict[str, RunConfig]:
@@ -195,12 +193,17 @@ def main(argv: list[str] | None = None) -> int:
     params["profile"] = args.profile or params["profile"]
     if args.action == "prepare":
         prepare(params)
-    elif args.action == "plan" and args.readme:
-        if not update_readme(ROOT / "README.md", readme_block(params), PLAN_MARKERS):
-            raise SystemExit(f"README.md lacks the markers {PLAN_MARKERS}")
-        print("README.md: the plan table rewritten")
     elif args.action == "plan":
-        plan(params, args.runs)
+        # lazy: the plan's modules (benchmark, scoreboard, pandas) would cost every train stage and its fork server
+        from cod.plan import PLAN_MARKERS, plan, readme_block
+        from cod.scoreboard import update_readme  # lazy: as the line above
+
+        if not args.readme:
+            plan(params, args.runs)
+        elif not update_readme(ROOT / "README.md", readme_block(params), PLAN_MARKERS):
+            raise SystemExit(f"README.md lacks the markers {PLAN_MARKERS}")
+        else:
+            print("README.md: the plan table rewritten")
     elif args.experiment is None:
         known = [name for section in SECTIONS for name in (params.get(section) or {})]
         parser.error(f"{args.action} needs an experiment; allowed: {', '.join(known)}")

@@ -29,10 +29,10 @@ into the committed figures):
         -y "steps_to_show: [0.5, 1.0]" -p figures_dir /tmp/a4_figures
 
 `--all` is what `make notebooks` runs: every notebook stage's command, `--jobs` at a time (a stage
-that reads another's outputs, as the claims notebooks do, after it), then `dvc commit` of them all,
-so dvc.lock records what was regenerated, as `dvc repro --force --single-item` would one at a time,
-while no training or analysis stage runs (they need weights, which a fresh clone lacks; notebooks
-read only committed small files).
+that reads another's outputs, as the claims notebooks do, after it), then records them all in
+dvc.lock at once (`cod.pipeline.record`), so that it records what was regenerated, as `dvc repro
+--force --single-item` would one at a time, while no training or analysis stage runs (they need
+weights, which a fresh clone lacks; notebooks read only committed small files).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def smoke_repo(tmp_path_factory) -> Path:
     _run(["git", "init", "-q"], repo)
     _run([sys.executable, "-m", "cod.data.snapshot"], repo)
     notebooks = set(_notebook_stages(repo))
-    # the stages' own commands 2 at a time, each once what it reads exists, then one `dvc commit` (cod.pipeline):
+    # the stages' own commands 2 at a time, each once what it reads exists, then one write of dvc.lock (cod.pipeline):
     # what `dvc repro` of them one by one leaves, with both cores busy (most of a smoke stage is Python starting)
     _run([sys.executable, "-m", "cod.pipeline", *(name for name in _stages(repo) if name not in notebooks)], repo)
     assert not (repo / "notebooks" / "executed").exists(), "a stage that is no notebook executed one"
