@@ -81,10 +81,11 @@ def visible_gpus() -> list[str]:
     ids = visible.split(",") if visible is not None else map(str, range(count))
     return [i.strip() for i in ids][:count]
 
-FORKS = multiprocessing.get_context("forkserver")  # CPU runs: forked from one process that imported this
-# module (which imports cod.run; a forked process runs the main module's body again, `python -m cod.experiments`'s
-# this one, whose imports are then already made) and torch._dynamo, which torch imports when a process makes
-# its first optimiser: a second of start-up a run, paid once here
+# CPU runs: forked from one server process that imported this module (and so cod.run) and torch._dynamo,
+# which torch imports at a process's first optimiser. A forked process runs its parent's main module
+# again, this one for `python -m cod.experiments`: preloaded, its imports are already made. About a
+# second of start-up a run, paid once here.
+FORKS = multiprocessing.get_context("forkserver")
 FORKS.set_forkserver_preload(["cod.experiments", "torch._dynamo"])
 
 
