@@ -10,8 +10,8 @@
 
 Each run is a separate process with one thread: on a CPU two single-threaded runs side by side
 train about twice as fast as one run on two threads. On the CPU each is forked from a server that
-imported torch, `cod.run` and this module once (`FORKS`), which saves seconds of start-up a run; on GPUs each is
-`python -m cod.run`, or torchrun.
+imported torch, `cod.run` and this module once (`FORKS`), which saves seconds of start-up a run; on
+GPUs each is `python -m cod.run`, or torchrun.
 Where GPUs are visible (those of CUDA_VISIBLE_DEVICES when it is set), every run gets GPUs of
 its own: `gpus_per_run` of them (the profile's, default 1), through CUDA_VISIBLE_DEVICES, and a
 run on more than one is launched with torchrun (DDP or FSDP, `train.parallel`). Runs never share

@@ -34,12 +34,14 @@ def test_halves_line_splits_after_block_l_over_2_and_is_labelled():
 
 
 def test_show_displays_the_saved_file_and_closes_the_figure(tmp_path, monkeypatch):
-    """A figure is drawn once: the notebook shows the PNG written to figures/ (in fewer colours), not a second rendering."""
+    """A figure is drawn once: the notebook shows the PNG written to figures/ (in fewer colours), not a
+    second rendering."""
     shown = []
     monkeypatch.setattr(plots, "display", shown.append)
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
     assert plots.show(fig, tmp_path, "line") is None  # nothing for a notebook cell to print
-    saved, displayed = (PIL.Image.open(io.BytesIO(data)) for data in ((tmp_path / "line.png").read_bytes(), shown[0].data))
+    saved, displayed = (PIL.Image.open(io.BytesIO(data))
+                        for data in ((tmp_path / "line.png").read_bytes(), shown[0].data))
     assert displayed.size == saved.size and displayed.mode == "P" and len(displayed.getcolors()) <= plots.SHOWN_COLOURS
     assert not plt.fignum_exists(fig.number)
