@@ -249,7 +249,8 @@ def test_a_signal_checkpoints_and_names_the_command_that_resumes(tiny_tokens, tm
     assert second["step"] > first["step"] and second["wall_s"] >= first["wall_s"] + 0.5
     rows = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == sorted({r["step"] for r in rows})  # no step twice
-    assert all(r["wall_s"] >= first["wall_s"] for r in rows if r["step"] > first["step"])
+    # history rows keep wall time to 0.1 s: a step logged just after the resume may round below the checkpoint's
+    assert all(r["wall_s"] >= round(first["wall_s"], 1) for r in rows if r["step"] > first["step"])
 
 
 def test_wall_time_adds_up_over_resumes(tiny_tokens, tmp_path):
