@@ -40,6 +40,9 @@ class Norm(StrEnum):
     SANDWICH_LN = "sandwich_ln"  # x + norm(f(norm(x)))
     MIX_LN = "mix_ln"  # Post-LN in the first `mix_ln_fraction` of blocks, Pre-LN after
     DEEPNORM = "deepnorm"  # norm(alpha x + f(x)), alpha = (2L)^(1/4), init gain (8L)^(-1/4)
+    # paper A's released DeepNorm ('deeppost' in lmsdss/LayerNorm-Scaling): alpha fixed at (2 x 32)^(1/4)
+    # whatever L, value/output/FFN matrices xavier-normal with gain (8L)^(+1/4), queries and keys gain 1
+    DEEPNORM_RELEASE = "deepnorm_release"
     ADMIN = "admin"  # norm(omega * x + f(x)), omega learnable, initialised by a profiling pass (Liu et al. 2020)
     GROUP_LN = "group_ln"  # Pre-LN whose norms normalise `norm_groups` channel groups separately
 
@@ -180,6 +183,7 @@ class ModelConfig(_Section):
     mix_ln_fraction: float = 0.25  # Mix-LN: the first floor(fraction * L) blocks are Post-LN, the rest Pre-LN
     init: Init = Init.NORMAL  # initialisation scheme
     init_std: float = 0.02  # standard deviation of the normal initialisation
+    embed_init_std: float | None = None  # std of the token embedding at init; None = init_std (paper A's released code: sqrt(2/5))
     branch_gain: BranchGain = BranchGain.NONE  # learnable gain on branch outputs
     layerscale_init: float = 1e-4  # initial LayerScale value
     ffn: FFN = FFN.SWIGLU  # feed-forward block
@@ -236,6 +240,8 @@ class ModelConfig(_Section):
             )
         if self.d_ff is not None:
             _positive("model.d_ff", self.d_ff)
+        if self.embed_init_std is not None:
+            _positive("model.embed_init_std", self.embed_init_std)
         if self.norm == Norm.GROUP_LN and (self.norm_groups < 1 or self.d_model % self.norm_groups):
             raise ConfigError(
                 f"model.norm_groups={self.norm_groups} must divide model.d_model={self.d_model}; "

@@ -5,6 +5,7 @@
     python -m cod.experiments list a_130m                   # one experiment's runs and their settings
     python -m cod.experiments train a_130m                  # what DVC's train@NAME stage runs
     python -m cod.experiments train a_130m --variants pre_ln,lns   # only these variants, every seed
+    python -m cod.experiments train a_130m --seeds 0,1            # only these seeds
     python -m cod.experiments train a_130m --new            # only runs with no result (not those whose weights are gone)
     python -m cod.experiments prepare                       # token arrays the profile needs
 
@@ -146,14 +147,19 @@ class GPUs:
 
 
 def train(experiment: str, params: dict[str, Any], jobs: int | None = None, variants: list[str] | None = None,
-          new_only: bool = False) -> None:
-    """Train every run of `experiment` (of `variants` only, when given) that lacks a matching result
-    or, unless `new_only`, its weights, `jobs` at a time (on GPUs: at most one run per `gpus_per_run`
-    visible GPUs); raise if any crashed."""
+          new_only: bool = False, seeds: list[str] | None = None) -> None:
+    """Train every run of `experiment` (of `variants` and `seeds` only, when given) that lacks a
+    matching result or, unless `new_only`, its weights, `jobs` at a time (on GPUs: at most one run
+    per `gpus_per_run` visible GPUs), seed by seed, so that a seed's variants finish together;
+    raise if any crashed."""
     runs = resolve_runs(experiment, params)
     if variants is not None:
         runs = pick(runs, variants, lambda run: run.variant, "--variants",
                     f"variants of {experiment} under profile {params['profile']!r}")
+    if seeds is not None:
+        runs = pick(runs, seeds, lambda run: str(run.seed), "--seeds",
+                    f"seeds of {experiment} under profile {params['profile']!r}")
+    runs = sorted(runs, key=lambda run: run.seed)  # stable: variants keep their declared order within a seed
     for run in runs:
         dataset = ROOT / run.config.data.dataset_dir / "train.bin"
         if run.config.vision.dataset == ImageSet.NONE and not dataset.exists():
@@ -183,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, help="runs side by side (default: the profile's jobs)")
     parser.add_argument("--variants", type=lambda text: text.split(","),
                         help="train: only these variants (comma-separated), every seed of each")
+    parser.add_argument("--seeds", type=lambda text: text.split(","),
+                        help="train: only these seeds (comma-separated) of the chosen variants")
     parser.add_argument("--new", action="store_true",
                         help="train: only runs with no result, not those whose result stands but whose weights are gone")
     parser.add_argument("--runs", choices=["todo", "all"], help="plan: also one line per run to train, or per run")
@@ -212,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         for run in resolve_runs(args.experiment, params):
             print(run.name, run.status(), json.dumps(run.overrides))
     else:
-        train(args.experiment, params, args.jobs, args.variants, args.new)
+        train(args.experiment, params, args.jobs, args.variants, args.new, args.seeds)
     return 0
 
 

@@ -376,7 +376,15 @@ def _scaled(x: torch.Tensor, factor: float | torch.Tensor) -> torch.Tensor:
     return x if isinstance(factor, float) and factor == 1.0 else x * factor
 
 
-POST_NORMS = (Norm.POST_LN, Norm.DEEPNORM, Norm.ADMIN)  # the norm sits on the residual stream itself
+POST_NORMS = (Norm.POST_LN, Norm.DEEPNORM, Norm.DEEPNORM_RELEASE, Norm.ADMIN)  # the norm sits on the residual stream
+RELEASED_DEEPNORM_LAYERS = 32  # the depth whose alpha = (2 x 32)^(1/4) paper A's released code hard-codes
+
+
+def deepnorm_alpha(norm: Norm, n_layers: int) -> float:
+    """DeepNorm's residual weight: DeepNet's (2L)^(1/4), or the released code's constant for 32 layers."""
+    if norm == Norm.DEEPNORM_RELEASE:
+        return (2 * RELEASED_DEEPNORM_LAYERS) ** 0.25
+    return (2 * n_layers) ** 0.25 if norm == Norm.DEEPNORM else 1.0
 
 
 class Sublayer(nn.Module):
@@ -398,7 +406,7 @@ class Sublayer(nn.Module):
         if norm == Norm.ADMIN:
             self.residual_weight = nn.Parameter(torch.ones(cfg.d_model))
         else:
-            self.residual_weight = (2 * cfg.n_layers) ** 0.25 if norm == Norm.DEEPNORM else 1.0
+            self.residual_weight = deepnorm_alpha(norm, cfg.n_layers)
         self.out_norm = RMSNorm(cfg.d_model, cfg.norm_eps) if norm == Norm.SANDWICH_LN else nn.Identity()
         self.gain = _branch_gain(cfg)
         factor = 1.0 / math.sqrt(layer) if norm == Norm.LNS else 1.0
@@ -485,8 +493,13 @@ class Transformer(nn.Module):
         for block in self.blocks:
             for name, linear in block.named_modules():
                 if isinstance(linear, nn.Linear):
-                    nn.init.normal_(linear.weight, std=_init_std(cfg, block.layer, name))
-                    if cfg.norm == Norm.DEEPNORM and name.split(".")[-1] in _DEEPNORM_SCALED:
+                    leaf = name.split(".")[-1]
+                    if cfg.norm == Norm.DEEPNORM_RELEASE and leaf in _DEEPNORM_SCALED + ("q_proj", "k_proj"):
+                        gain = (8 * cfg.n_layers) ** 0.25 if leaf in _DEEPNORM_SCALED else 1.0
+                        nn.init.xavier_normal_(linear.weight, gain=gain)  # the released code's init, not DeepNet's
+                    else:
+                        nn.init.normal_(linear.weight, std=_init_std(cfg, block.layer, name))
+                    if cfg.norm == Norm.DEEPNORM and leaf in _DEEPNORM_SCALED:
                         linear.weight.data.mul_((8 * cfg.n_layers) ** -0.25)
                     if linear.bias is not None:
                         nn.init.zeros_(linear.bias)
@@ -502,9 +515,10 @@ class Transformer(nn.Module):
             self.profile_admin()
 
     def reset_embedding_and_head(self) -> None:
-        """N(0, init_std^2) embedding and unembedding."""
+        """N(0, embed_init_std^2) embedding (init_std unless set) and N(0, init_std^2) unembedding."""
         std = self.cfg.init_std
-        nn.init.normal_(self.embed_tokens.weight, std=std)
+        embed_std = std if self.cfg.embed_init_std is None else self.cfg.embed_init_std
+        nn.init.normal_(self.embed_tokens.weight, std=embed_std)
         if not self.cfg.tie_embeddings:
             nn.init.normal_(self.lm_head.weight, std=std)
 

@@ -76,6 +76,8 @@ def reference_logits(model: Transformer, idx: torch.Tensor) -> torch.Tensor:
             mixed_post = norm == "mix_ln" and layer <= cfg.n_layers // 4  # Li et al.: first floor(L/4) Post-LN
             if norm == "deepnorm":  # Wang et al. 2022: LN(alpha x + f(x)), alpha = (2L)^(1/4)
                 x = rms((2 * cfg.n_layers) ** 0.25 * x + f(x), w[p + "norm.weight"])
+            elif norm == "deepnorm_release":  # paper A's released 'deeppost': alpha is the literal 2.8284271247461903
+                x = rms(2.8284271247461903 * x + f(x), w[p + "norm.weight"])
             elif norm == "admin":  # Liu et al. 2020: LN(x * omega + f(x))
                 x = rms(x * w[p + "residual_weight"] + f(x), w[p + "norm.weight"])
             elif norm == "post_ln" or mixed_post:
@@ -100,6 +102,7 @@ VARIANTS = [
     {"norm": "pre_ln"},
     {"norm": "post_ln"},
     {"norm": "deepnorm"},
+    {"norm": "deepnorm_release"},
     {"norm": "mix_ln"},
     {"norm": "pre_ln", "branch_gain": "layerscale"},
     {"norm": "pre_ln", "branch_gain": "skipinit"},
@@ -184,3 +187,38 @@ def test_deepnorm_and_skipinit_initial_values():
     assert skip.shape == (1,) and skip.item() == pytest.approx(L ** -0.5)
     scale = Transformer(config(branch_gain="layerscale", layerscale_init=1e-3)).blocks[0].attn.gain.gain
     assert scale.shape == (D,) and torch.all(scale == 1e-3)
+
+
+def test_released_deepnorm_initialisation_is_xavier_with_the_inverse_gain():
+    """Paper A's released DeepNorm: xavier-normal, std = gain sqrt(2 / (fan_in + fan_out)), with gain
+    (8L)^(+1/4) on the value, output and FFN matrices and 1 on queries and keys (DeepNet's is (8L)^(-1/4))."""
+    n_layers, width = 12, 96
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=V, d_model=width, n_layers=n_layers, n_heads=4, max_seq_len=16,
+                                    norm="deepnorm_release"))
+    for block in model.blocks:
+        for sub in (block.attn, block.mlp):
+            assert sub.residual_weight == pytest.approx(math.sqrt(8.0))  # (2 x 32)^(1/4), whatever L
+            for name, linear in sub.branch.named_modules():
+                if not isinstance(linear, torch.nn.Linear) or "router" in name:
+                    continue
+                fan_out, fan_in = linear.weight.shape
+                gain = 1.0 if name in ("q_proj", "k_proj") else (8 * n_layers) ** 0.25
+                expected = gain * math.sqrt(2.0 / (fan_in + fan_out))
+                assert linear.weight.std().item() == pytest.approx(expected, rel=0.06), name
+
+
+def test_embedding_init_std_apart_from_the_other_matrices():
+    """model.embed_init_std sets the token embedding's std alone; unset, every draw is as before."""
+    torch.manual_seed(0)
+    before = Transformer(config(init_std=0.02))
+    torch.manual_seed(0)
+    unset = Transformer(config(init_std=0.02, embed_init_std=None))
+    for (name, a), (_, b) in zip(before.state_dict().items(), unset.state_dict().items()):
+        assert torch.equal(a, b), name
+    big = Transformer(ModelConfig(vocab_size=4096, d_model=64, n_layers=2, n_heads=4, embed_init_std=(2 / 5) ** 0.5))
+    assert big.embed_tokens.weight.std().item() == pytest.approx(0.632, rel=0.02)
+    assert big.lm_head.weight.std().item() == pytest.approx(0.02, rel=0.02)
+    assert big.blocks[0].attn.branch.q_proj.weight.std().item() == pytest.approx(0.02, rel=0.05)
+    with pytest.raises(ValueError, match="model.embed_init_std"):
+        ModelConfig(embed_init_std=-1.0).validate()
