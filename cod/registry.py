@@ -2,8 +2,12 @@
 
 Every claim id a notebook writes to its claims.json has one entry here, with the paper's item,
 a paraphrase of the paper's claim, the paper's numbers, the runs it is judged on, and whether it
-is the paper's claim or our own reading (`ours`). `load_registry` validates the file;
-`definitions` reads its section on definitions of cod that interpret or depart from their sources.
+is the paper's claim or our own reading (`ours`). An entry may also fix, before any
+comparison, what the verdict rule needs beyond the data: the premise a treatment claim rests on
+(`premise`), the margin of an equivalence claim (`margin`), and the analysis's free choices with
+the neighbouring values its sensitivity pass re-judges the claim at (`free_choices`).
+`load_registry` validates the file; `definitions` reads its section on definitions of cod that
+interpret or depart from their sources.
 """
 
 from __future__ import annotations
@@ -22,6 +26,16 @@ PAPERS = ("A", "B")
 
 class RegistryError(ValueError):
     """A malformed registry entry; the message names the entry and the key."""
+
+
+@dataclass(frozen=True)
+class FreeChoice:
+    """A choice of the analysis the paper does not fix (a layer group, a window, a threshold): the
+    value the claim is judged at and the neighbouring values its sensitivity pass re-judges it at."""
+
+    value: Any
+    neighbours: tuple[Any, ...]
+    why: str  # where the value comes from, fixed before any result
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,9 @@ class ClaimEntry:
     note: str | None = None
     planned: bool = False
     headline: bool = False  # one of the papers' headline questions (README's headline table: both CPU profiles)
+    premise: str | None = None  # a treatment claim: what the baseline must show first, and the test that shows it
+    margin: float | None = None  # an equivalence claim: the largest ratio (> 1) or difference (> 0) still "comparable"
+    free_choices: Mapping[str, FreeChoice] | None = None  # the analysis's free choices, by the name the notebook uses
 
 
 @dataclass(frozen=True)
@@ -57,14 +74,34 @@ class Definition:
     why: str
 
 
+@dataclass(frozen=True)
+class Departure:
+    """A place where the authors' released code departs from its paper, checked in their repository."""
+
+    name: str
+    paper: str
+    says: str  # what the paper says (or leaves unsaid)
+    released: str  # what the released code does
+    repository: str  # owner/name on GitHub
+    commit: str  # where to see it
+    file: str
+    cod: str  # what cod does
+    bears_on: tuple[str, ...]  # claim ids it may explain
+    tested_by: tuple[str, ...]  # claim ids (notebooks/h2_departures.py) that put it to a run; empty: none
+    untested_why: str | None = None  # with no test: why not
+
+
 def _keys(cls: type, optional: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(required, allowed) keys of an entry of `cls`, whose `name`/`id` field is the YAML key."""
     names = tuple(f.name for f in fields(cls) if f.name not in ("id", "name"))
     return tuple(n for n in names if n not in optional), names
 
 
-CLAIM_REQUIRED, CLAIM_ALLOWED = _keys(ClaimEntry, ("why_ours", "note", "planned", "headline"))
+CLAIM_REQUIRED, CLAIM_ALLOWED = _keys(ClaimEntry, ("why_ours", "note", "planned", "headline", "premise", "margin",
+                                                   "free_choices"))
+FREE_CHOICE_KEYS = ("value", "neighbours", "why")
 DEFINITION_REQUIRED, DEFINITION_ALLOWED = _keys(Definition, ())
+DEPARTURE_REQUIRED, DEPARTURE_ALLOWED = _keys(Departure, ("untested_why",))
 
 
 def _check_keys(where: str, entry: Any, required: tuple[str, ...], allowed: tuple[str, ...]) -> None:
@@ -101,6 +138,31 @@ def _numbers(where: str, value: Any) -> Mapping[str, float] | None:
     return MappingProxyType({name: float(number) for name, number in value.items()})
 
 
+def _margin(where: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise RegistryError(f"{where}: 'margin' must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _free_choices(where: str, value: Any) -> Mapping[str, FreeChoice] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not value:
+        raise RegistryError(f"{where}: 'free_choices' must be a non-empty mapping of names, got {value!r}")
+    choices = {}
+    for name, choice in value.items():
+        inner = f"{where}: free choice {name!r}"
+        _check_keys(inner, choice, FREE_CHOICE_KEYS, FREE_CHOICE_KEYS)
+        neighbours = choice["neighbours"]
+        if not isinstance(neighbours, list) or not neighbours or choice["value"] in neighbours:
+            raise RegistryError(f"{inner}: 'neighbours' must be a non-empty list of values other than "
+                                f"{choice['value']!r}, got {neighbours!r}")
+        choices[str(name)] = FreeChoice(choice["value"], tuple(neighbours), _text(inner, "why", choice["why"]))
+    return MappingProxyType(choices)
+
+
 def parse_claim(id_: str, entry: Any) -> ClaimEntry:
     """Validate one registry entry and return it as a `ClaimEntry`."""
     where = f"claim {id_!r}"
@@ -125,12 +187,15 @@ def parse_claim(id_: str, entry: Any) -> ClaimEntry:
         note=_text(where, "note", entry["note"]) if "note" in entry else None,
         planned=_flag(where, "planned", entry.get("planned", False)),
         headline=_flag(where, "headline", entry.get("headline", False)),
+        premise=_text(where, "premise", entry["premise"]) if "premise" in entry else None,
+        margin=_margin(where, entry.get("margin")),
+        free_choices=_free_choices(where, entry.get("free_choices")),
     )
 
 
 def _read(path: Path) -> Mapping[str, Any]:
     document = load_yaml(path)
-    _check_keys(str(path), document, ("claims", "definitions"), ("claims", "definitions"))
+    _check_keys(str(path), document, ("claims", "definitions"), ("claims", "definitions", "departures"))
     return document
 
 
@@ -168,4 +233,31 @@ def definitions(path: str | Path = DEFAULT_PATH) -> dict[str, Definition]:
         _check_keys(where, entry, DEFINITION_REQUIRED, DEFINITION_ALLOWED)
         out[name] = Definition(name=name, departs=_flag(where, "departs", entry["departs"]),
                                **{key: _text(where, key, entry[key]) for key in ("ours", "source", "why")})
+    return out
+
+
+def departures(path: str | Path = DEFAULT_PATH) -> dict[str, Departure]:
+    """The registry's `departures` section, validated, by name: every claim id it names is registered,
+    and a departure no run tests says why."""
+    document = _read(Path(path))
+    claims = set(document["claims"])
+    out = {}
+    for name, entry in (document.get("departures") or {}).items():
+        where = f"departure {name!r}"
+        _check_keys(where, entry, DEPARTURE_REQUIRED, DEPARTURE_ALLOWED)
+        lists = {}
+        for key in ("bears_on", "tested_by"):
+            ids = entry[key]
+            if not isinstance(ids, list) or any(id_ not in claims for id_ in ids):
+                unknown = [id_ for id_ in ids if id_ not in claims] if isinstance(ids, list) else ids
+                raise RegistryError(f"{where}: {key!r} must list registered claim ids; not registered: {unknown}")
+            lists[key] = tuple(ids)
+        if not lists["tested_by"] and "untested_why" not in entry:
+            raise RegistryError(f"{where}: no claim tests it, so 'untested_why' must say why")
+        if entry["paper"] not in PAPERS:
+            raise RegistryError(f"{where}: 'paper' must be one of {', '.join(PAPERS)}, got {entry['paper']!r}")
+        text = {key: _text(where, key, entry[key]) for key in ("paper", "says", "released", "repository", "commit",
+                                                               "file", "cod")}
+        why = _text(where, "untested_why", entry["untested_why"]) if "untested_why" in entry else None
+        out[name] = Departure(name=name, **text, **lists, untested_why=why)
     return out
