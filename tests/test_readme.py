@@ -39,6 +39,7 @@ def commands(program: str) -> list[list[str]]:
 RUN_ELSEWHERE = {
     "make repro": "the smoke pipeline (tests/test_pipeline.py runs dvc repro in a copy)",
     "make test": "CI (.ci/run)",
+    "dvc exp": "tests/test_dvc_experiments.py (the experiment and its table, in a scratch repository)",
     "make notebooks": "tests/test_pipeline.py (every notebook regenerated from committed files)",
     "make plan": "tests/test_experiments.py (the plan of a profile)",
     "cod.data.snapshot": "tests/test_pipeline.py (snapshot, then dvc repro prepare)",
