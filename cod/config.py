@@ -282,6 +282,7 @@ class OptimConfig(_Section):
     min_lr_ratio: float = 0.1  # final learning rate as a fraction of the peak
     warmup_frac: float = 0.1  # share of steps spent warming up linearly from 0
     warmup_steps: int = 0  # steps of linear warmup, absolute (paper B: 1,000); 0: warmup_frac of the steps
+    schedule_steps: int = 0  # steps the warmup and cosine span; 0: train.steps (above it, the run stops early inside)
     weight_decay: float = 0.0  # decoupled weight decay lambda
     decay_norms_and_embeddings: bool = False  # also decay norm gains and embeddings
     beta1: float = 0.9  # Adam beta1
@@ -296,8 +297,9 @@ class OptimConfig(_Section):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"optim.{name}={value} must lie in [0, 1]")
-        if self.weight_decay < 0 or self.grad_clip < 0 or self.warmup_steps < 0:
-            raise ConfigError("optim.weight_decay, optim.grad_clip and optim.warmup_steps must be >= 0")
+        if self.weight_decay < 0 or self.grad_clip < 0 or self.warmup_steps < 0 or self.schedule_steps < 0:
+            raise ConfigError("optim.weight_decay, optim.grad_clip, optim.warmup_steps and optim.schedule_steps "
+                              "must be >= 0")
 
 
 @dataclass
@@ -468,6 +470,9 @@ class RunConfig(_Section):
         self.vision.validate()
         if self.vision.dataset != ImageSet.NONE:
             self._validate_vision()
+        if 0 < self.optim.schedule_steps < self.train.steps:
+            raise ConfigError(f"optim.schedule_steps={self.optim.schedule_steps} is below train.steps="
+                              f"{self.train.steps}; allowed: 0 (train.steps) or at least train.steps")
         if self.data.seq_len > self.model.max_seq_len:
             raise ConfigError(
                 f"data.seq_len={self.data.seq_len} exceeds model.max_seq_len={self.model.max_seq_len}; "

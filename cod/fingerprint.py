@@ -98,6 +98,8 @@ def probe_config(cfg: RunConfig) -> RunConfig:
         "train.ckpt_every": 0, "train.precision": Precision.FP32.value, "train.threads": 1, "seed": 0,
         "train.compile": False,  # an execution detail, and compiling the probe would cost a minute
         "finetune.base": "",
+        # a run stopped early inside a longer schedule: the probe stops as early inside one as long
+        "optim.schedule_steps": math.ceil(PROBE_STEPS * cfg.optim.schedule_steps / cfg.train.steps),
     }
     if cfg.vision.dataset != ImageSet.NONE:  # a ViT's sequence is its image's tokens: kept
         changes.update({"data.seq_len": cfg.data.seq_len, "model.max_seq_len": cfg.model.max_seq_len})

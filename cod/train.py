@@ -88,16 +88,22 @@ def adamw(model: Transformer, o: OptimConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, fused=True)
 
 
+def schedule_steps(cfg: RunConfig) -> int:
+    """Steps the learning-rate schedule spans: `optim.schedule_steps` when above 0 (a run of fewer
+    `train.steps` stops early inside it, as the first part of a longer run), else `train.steps`."""
+    return cfg.optim.schedule_steps or cfg.train.steps
+
+
 def warmup_steps(cfg: RunConfig) -> int:
     """Steps of linear warmup: `optim.warmup_steps` when above 0 (absolute, as paper B's 1,000
-    iterations), else `optim.warmup_frac` of the run's steps."""
-    absolute = cfg.optim.warmup_steps
-    return min(absolute, cfg.train.steps) if absolute > 0 else int(cfg.optim.warmup_frac * cfg.train.steps)
+    iterations), else `optim.warmup_frac` of the schedule's steps."""
+    absolute, total = cfg.optim.warmup_steps, schedule_steps(cfg)
+    return min(absolute, total) if absolute > 0 else int(cfg.optim.warmup_frac * total)
 
 
 def lr_at(step: int, cfg: RunConfig) -> float:
     """Linear warmup to the peak, then cosine decay to min_lr_ratio of it (step is 0-based)."""
-    o, total = cfg.optim, cfg.train.steps
+    o, total = cfg.optim, schedule_steps(cfg)
     warmup = warmup_steps(cfg)
     if step < warmup:
         return o.lr * (step + 1) / warmup

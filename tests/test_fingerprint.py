@@ -39,6 +39,18 @@ def test_a_setting_added_later_at_its_default_matches():
     assert fingerprint.same_settings({**stored, "train.log_every": 123}, cfg)  # cosmetic
 
 
+def test_a_run_stopped_early_inside_a_longer_schedule_keeps_every_other_run_as_it_was():
+    """optim.schedule_steps at its default (0: train.steps) matches runs made before it existed and
+    probes as before; set, the probe stops as early inside a schedule as long, relative to its steps."""
+    cfg = run_config({"model.n_layers": 3})
+    assert fingerprint.same_settings({k: v for k, v in fingerprint.settings(cfg).items()
+                                      if k != "optim.schedule_steps"}, cfg)
+    assert fingerprint.probe_config(cfg).optim.schedule_steps == 0
+    early = run_config({"model.n_layers": 3, "train.steps": 200, "optim.schedule_steps": 500})
+    assert fingerprint.probe_config(early).optim.schedule_steps == 25
+    assert fingerprint.behaviour(early) != fingerprint.behaviour(cfg)
+
+
 def test_changing_the_forward_of_a_variant_changes_its_behaviour(monkeypatch):
     cfg = run_config({"model.n_layers": 3})
     before = fingerprint.behaviour(cfg)

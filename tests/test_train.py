@@ -175,6 +175,25 @@ def test_warmup_in_absolute_steps_where_the_settings_give_them():
     assert lr_at(5, cfg) < 1.0
 
 
+def test_a_run_stops_early_inside_a_longer_schedule(tiny_tokens, tmp_path):
+    """`optim.schedule_steps` above `train.steps` trains the first steps of a longer run (paper A's
+    Fig. 4 on a lent GPU: 2,400 of 20,000): its learning rates are the longer run's, its warmup a share
+    of the schedule; 0 (the default) is train.steps, and a schedule shorter than the run is refused."""
+    from cod.train import warmup_steps
+
+    long = run_config(tiny_run(tiny_tokens, "train.steps=20", "optim.warmup_frac=0.2", "train.ckpt_every=0"))
+    early = run_config(tiny_run(tiny_tokens, "train.steps=8", "optim.schedule_steps=20", "optim.warmup_frac=0.2",
+                                "train.ckpt_every=0", "train.log_every=1"))
+    assert warmup_steps(early) == warmup_steps(long) == 4 and long.optim.schedule_steps == 0
+    final = Trainer(early, tmp_path / "early", quiet=True).fit()
+    rows = [json.loads(r) for r in (tmp_path / "early" / "history.jsonl").read_text().splitlines() if '"lr"' in r]
+    assert final["status"] == "completed" and final["steps"] == 8
+    assert [r["lr"] for r in rows] == pytest.approx([lr_at(r["step"] - 1, long) for r in rows])
+    assert rows[-1]["lr"] > lr_at(7, run_config(tiny_run(tiny_tokens, "train.steps=8", "optim.warmup_frac=0.2")))
+    with pytest.raises(ConfigError, match="optim.schedule_steps=5 is below train.steps=8; allowed: 0"):
+        run_config(tiny_run(tiny_tokens, "train.steps=8", "optim.schedule_steps=5"))
+
+
 def test_reading_losses_back_per_logged_step_keeps_the_history(tiny_tokens, tmp_path):
     """On a GPU the losses are read back once per logged step; the history is the same, and a
     divergence is still recorded at the step it happened."""
