@@ -159,11 +159,25 @@ class Ladder:
         """{column: its mean over seeds per rung}."""
         return {column: self.by_seed(column).mean(axis=1) for column in columns}
 
-    def largest_rise(self, labels: Sequence[str] | None = None) -> dict[str, pd.Series]:
+    def largest_rise(self, labels: Sequence[str] | None = None, authors: bool = False) -> dict[str, pd.Series]:
         """{rung: each seed's largest relative loss rise under an affine replacement} for `labels`
-        (default: every rung), for `cod.verdicts.usefulness_at_floor`."""
-        return {label: self.layers[self.layers["rung"] == label].groupby("seed")["affine_rise"].max()
+        (default: every rung), for `cod.verdicts.usefulness_at_floor`; `authors`: under the
+        authors' fit (`cod.metrics.usefulness.usefulness_authors`)."""
+        column = "affine_rise_authors" if authors else "affine_rise"
+        return {label: self.layers[self.layers["rung"] == label].groupby("seed")[column].max()
                 for label in (self.labels if labels is None else labels)}
+
+    def authors_fit_lacks(self, labels: Sequence[str] | None = None) -> str | None:
+        """Why a claim under the authors' usefulness fit cannot be judged on rungs `labels` (default:
+        every rung): a run scored before that fit was measured (its analysis must run again, which
+        needs the weights); None when every analysed run has it."""
+        wanted = set(self.labels if labels is None else labels)
+        missing = sorted({label for (label, _), a in self.analyses.items()
+                          if label in wanted and a.usefulness_authors is None})
+        if not missing:
+            return None
+        return (f"no usefulness under the authors' fit for {', '.join(missing)}: their analyses predate it; "
+                "re-running the analyse stage measures it (it needs the trained weights)")
 
     def save(self, figures_dir: str | Path) -> None:
         """Write the per-run and per-layer tables to figures_dir (per_run.csv, per_layer.csv)."""
@@ -233,9 +247,10 @@ def _run_row(rung: Rung, final: pd.Series, analysis: LayerAnalysis | None, stats
            "last_var_train": last["resid_var"].iloc[0] if len(last) else np.nan}
     if analysis is None:
         return row
-    u = analysis.usefulness
+    u, authors = analysis.usefulness, analysis.usefulness_authors
     return {**row, "causal": analysis.causal.global_score, "permutation": analysis.permutation.global_score,
             "usefulness": u.score, "E": u.effective, "W": u.wasted, "affine_rise": float(np.mean(u.relative_increase)),
+            "usefulness_authors": np.nan if authors is None else authors.score,
             "jac_dev": float(analysis.jacobians.deviation.mean()), "last_var": float(analysis.variance[-1]),
             "kurtosis": float(analysis.kurtosis.layer.mean()), "base_loss": analysis.removal.base_loss,
             **{f"weight_sparsity@{eps:g}": float(v) for eps, v in zip(WEIGHT_THRESHOLDS, analysis.weight_sparsity)}}
@@ -287,6 +302,8 @@ def load_ladder(rungs: Sequence[Rung], runs_root: str | Path, analyses_root: str
             layers += [{"rung": rung.label, "seed": int(final["seed"]), "layer": i + 1,
                         "variance": analysis.variance[i], "jac_dev": analysis.jacobians.deviation[i],
                         "affine_rise": analysis.usefulness.relative_increase[i],
+                        "affine_rise_authors": np.nan if analysis.usefulness_authors is None
+                        else analysis.usefulness_authors.relative_increase[i],
                         "removal_rise": analysis.removal.loss_increase[i], "kurtosis": analysis.kurtosis.layer[i]}
                        for i in range(len(analysis.variance))]
         for frame, out in ((logged, stats), (losses, history)):

@@ -195,3 +195,21 @@ def test_gqa_runs_of_the_default_profile_train_at_equal_flops():
         assert cfg.model.n_kv_heads < mha.model.n_heads and cfg.train.steps > mha.train.steps
         spent = cfg.train.steps * flops_per_token(cfg.model, cfg.data.seq_len)
         assert abs(spent / budget - 1) < 1 / mha.train.steps
+
+
+def test_the_authors_usefulness_is_read_where_measured(tmp_path, analysis):
+    from dataclasses import replace as changed
+
+    assert analysis.usefulness_authors is not None and analysis.usefulness_authors.loss.shape == (3,)
+    for name in ("a_s0", "a_s1"):
+        write_run(tmp_path, "exp", name)
+        save_layers(analysis, tmp_path / "analyses" / "exp" / name)
+    write_run(tmp_path, "exp", "b_s0")
+    save_layers(changed(analysis, usefulness_authors=None), tmp_path / "analyses" / "exp" / "b_s0")  # stored before it
+    ladder = load_ladder([Rung("A", "exp", "a"), Rung("B", "exp", "b")], tmp_path / "runs", tmp_path / "analyses")
+    assert ladder.authors_fit_lacks(["A"]) is None
+    assert ladder.authors_fit_lacks().startswith("no usefulness under the authors' fit for B: ")
+    assert ladder.by_seed("usefulness_authors").loc["A", 0] == pytest.approx(analysis.usefulness_authors.score)
+    assert np.isnan(ladder.by_seed("usefulness_authors").loc["B", 0])
+    rises = ladder.largest_rise(["A"], authors=True)["A"]
+    assert rises.loc[0] == pytest.approx(analysis.usefulness_authors.relative_increase.max())

@@ -19,7 +19,7 @@ from cod.metrics.pruning import layer_removal
 import cod.metrics.effectiveness
 import cod.metrics.stream
 from cod.metrics.stream import first_sequences, loss_after, residual_stream
-from cod.metrics.usefulness import fit_affine, usefulness_scores
+from cod.metrics.usefulness import fit_affine, usefulness_authors, usefulness_scores
 from cod.metrics.weights import weight_sparsity
 from cod.model import Transformer
 
@@ -153,6 +153,51 @@ def test_too_few_fit_tokens_are_refused_before_any_metric_runs(monkeypatch):
         usefulness_scores(model, residual_stream(model, x, y), residual_stream(model, fit_x))
     fit_x, _ = tokens(batch=2, seq=17)  # 34 tokens: enough
     assert usefulness_scores(model, residual_stream(model, x, y), residual_stream(model, fit_x)).loss.shape == (LAYERS,)
+
+
+class NumpyTransposedFit(nn.Module):
+    """The authors' replacement written independently: numpy's least squares of y on [x, 1] over the
+    given tokens, P (D + 1, D), applied as nn.Linear(weight=P[:D]) does: x P[:D]^T + P[D]."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor):
+        super().__init__()
+        x2, y2 = x.reshape(-1, x.shape[-1]).double().numpy(), y.reshape(-1, y.shape[-1]).double().numpy()
+        solution = np.linalg.lstsq(np.hstack([x2, np.ones((len(x2), 1))]), y2, rcond=None)[0]
+        self.weight, self.bias = torch.tensor(solution[:-1]), torch.tensor(solution[-1])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x.double() @ self.weight.T + self.bias).to(x.dtype)
+
+
+def test_the_authors_usefulness_against_an_independent_formula():
+    model = tiny()
+    x, y = tokens(batch=8, seq=12)  # 96 tokens at width 32: fitted and scored on the same ones
+    stream = residual_stream(model, x, y)
+    authors = usefulness_authors(model, stream, tau=0.1)
+    for l in range(LAYERS):
+        replaced = NumpyTransposedFit(stream.h[l], stream.h[l + 1])
+        out = model.run_blocks(stream.h[l], order=[replaced, *range(l + 1, LAYERS)])
+        expected = model.head(out, y)[1].item()
+        assert authors.loss[l] == pytest.approx(expected, rel=1e-4)
+    assert authors.base_loss == pytest.approx(stream.loss) and authors.tau == 0.1
+
+
+def test_the_authors_transposed_fit_breaks_an_exactly_affine_block():
+    # an affine block far from its transpose: the paper's fit replaces it exactly, the authors' does not
+    model = tiny()
+    torch.manual_seed(5)
+    linear = nn.Linear(D, D)
+    nn.init.orthogonal_(linear.weight)
+    wrapped = Replaced(model, 2, linear)
+    x, y = tokens(batch=8)
+    stream = residual_stream(wrapped, x, y)
+    assert abs(usefulness_scores(wrapped, stream, stream).relative_increase[2]) < 1e-4
+    assert usefulness_authors(wrapped, stream).relative_increase[2] > 0.01
+    symmetric = nn.Linear(D, D)
+    symmetric.weight.data = (linear.weight.data + linear.weight.data.T) / 2  # its own transpose: both agree
+    wrapped = Replaced(model, 2, symmetric)
+    stream = residual_stream(wrapped, x, y)
+    assert abs(usefulness_authors(wrapped, stream).relative_increase[2]) < 1e-4
 
 
 def test_affine_fit_is_applied_untransposed():

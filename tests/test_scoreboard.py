@@ -133,3 +133,22 @@ def test_the_readmes_account_of_the_default_pilot_is_the_one_the_executed_a0_wro
     shown = shown_markdown("a0_miniature")
     assert block and any(block == f"{pilot}\n\n{closing}" for pilot in shown for closing in shown)
     assert "language-model runs have" in block
+
+
+def test_inconclusive_claims_are_counted_by_the_power_of_their_design(tmp_path):
+    write_claims(tmp_path, "a5_norm_comparison", [
+        claim("a5-1", "A", "inconclusive", source="paper", powered=True, power_effect=0.98, paper_effect=0.96),
+        claim("a5-2", "A", "inconclusive", source="paper", powered=False, power_effect=0.9, paper_effect=0.96),
+        claim("a5-3", "A", "inconclusive", source="paper"),  # no paper effect or no spread: unknown
+        claim("a5-4", "A", "inconclusive", source="ours", powered=False),
+        claim("a5-5", "A", "reproduced", source="paper", powered=True,
+              robustness="depends on deep_layers (3: inconclusive)"),
+        claim("a5-6", "A", "reproduced", source="paper", robustness="robust to deep_layers (3, 5)")])
+    table = scoreboard.collect(tmp_path, "default")
+    counts = scoreboard.power_summary(table)
+    assert list(counts.columns) == [*scoreboard.POWER_CLASSES, "inconclusive"]
+    assert counts.loc["the papers' claims"].tolist() == [1, 1, 1, 3]
+    assert counts.loc["our own readings"].tolist() == [0, 1, 0, 1]  # decisive claims are not counted
+    assert scoreboard.robustness_summary(table) == {"with free choices": 2, "depends on one": 1}
+    empty = scoreboard.power_summary(table[table["verdict"] == "reproduced"])
+    assert empty["inconclusive"].tolist() == [0, 0]

@@ -2,7 +2,9 @@
 
 The residual stream is computed once per batch and shared: the evaluation batch scores
 removal, causal, permutation and usefulness; a second batch (other tokens) fits the
-usefulness maps; a third, smaller one samples the Jacobians (one token per sequence).
+usefulness maps; a third, smaller one samples the Jacobians (one token per sequence). The
+authors' usefulness (fitted and scored on the evaluation batch, applied transposed) is
+measured beside the paper's.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from cod.metrics.kurtosis import LayerKurtosis, layer_kurtosis
 from cod.metrics.permutation import PermutationScores, permutation_scores
 from cod.metrics.pruning import LayerRemoval, TaskScore, layer_removal
 from cod.metrics.stream import LayeredModel, device_of, first_sequences, residual_stream
-from cod.metrics.usefulness import Usefulness, check_fit_tokens, usefulness_scores
+from cod.metrics.usefulness import Usefulness, check_fit_tokens, usefulness_authors, usefulness_scores
 from cod.metrics.variance import token_variance
 from cod.metrics.weights import weight_sparsity
 
@@ -44,6 +46,8 @@ class LayerAnalysis:
     weight_sparsity: np.ndarray  # (len(thresholds),) over all parameters
     attention: AttentionStats | None  # None unless attention thresholds were given
     seconds: dict[str, float] = field(default_factory=dict)  # wall time of each metric
+    # the authors' usefulness (cod.metrics.usefulness.usefulness_authors); None in analyses stored before it
+    usefulness_authors: Usefulness | None = None
 
 
 def held_out_tokens(path: str | Path, seq_len: int, eval_tokens: int, fit_tokens: int):
@@ -89,6 +93,7 @@ def analyse_layers(model: LayeredModel, idx: torch.Tensor, targets: torch.Tensor
             model, first_sequences(model, stream, permutation_sequences or len(idx)), permutation_pairs, seed,
             progress)),
         usefulness=timed("usefulness", usefulness_scores, model, stream, fit, tau, progress),
+        usefulness_authors=timed("usefulness_authors", usefulness_authors, model, stream, tau, progress),
         jacobians=timed("jacobian", block_jacobians, model, jac_stream, seed, progress),
         kurtosis=timed("kurtosis", layer_kurtosis, stream),
         weight_sparsity=timed("weight_sparsity", weight_sparsity, model.parameters(), weight_thresholds),

@@ -16,6 +16,11 @@ so their replacement applies the transpose of the fit; we follow the paper's def
 Fitting on tokens other than the evaluation ones keeps the fit from being scored on its own
 training data (the authors fit and score on the same sample). The fit needs more tokens than
 its D + 1 unknowns per output (`check_fit_tokens`): on fewer it passes through every token.
+
+`usefulness_authors` measures the authors' variant, a reading of ours registered beside the
+paper's definition (cod/registry.yaml, definition `usefulness_authors`): the same least-squares
+(W, b), fitted on the scoring tokens themselves and applied transposed, x W^T + b. Their script
+also runs in bf16; this one keeps the model's precision.
 """
 
 from __future__ import annotations
@@ -42,6 +47,13 @@ class Affine(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x @ self.weight + self.bias
+
+
+class TransposedAffine(Affine):
+    """y = x W^T + b: what nn.Linear computes with W as its weight (the authors' replacement)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x @ self.weight.T + self.bias
 
 
 def check_fit_tokens(tokens: int, width: int) -> None:
@@ -118,4 +130,22 @@ def usefulness_scores(model: LayeredModel, stream: Stream, fit: Stream, tau: flo
         loss_after(model, stream, l, [fit_affine(fit.h[l], fit.h[l + 1]), *range(l + 1, n)])
         for l in progress_bar("usefulness blocks", n, progress, "block", range(n))
     ])
+    return Usefulness(stream.loss, loss, tau)
+
+
+@torch.no_grad()
+def usefulness_authors(model: LayeredModel, stream: Stream, tau: float = 0.1,
+                       progress: bool | None = None) -> Usefulness:
+    """The authors' usefulness (their compute_usefulness.py): each block's least-squares affine map
+    fitted on the tokens of `stream` (with targets) and scored on the same tokens, applied
+    transposed (`TransposedAffine`), as their nn.Linear applies the solved matrix."""
+    check_fit_tokens(stream.h[0][..., 0].numel(), stream.h[0].shape[-1])
+    n = stream.n_layers
+
+    def replacement(l: int) -> TransposedAffine:
+        fitted = fit_affine(stream.h[l], stream.h[l + 1])
+        return TransposedAffine(fitted.weight, fitted.bias)
+
+    loss = np.array([loss_after(model, stream, l, [replacement(l), *range(l + 1, n)])
+                     for l in progress_bar("usefulness blocks (authors' fit)", n, progress, "block", range(n))])
     return Usefulness(stream.loss, loss, tau)
