@@ -427,6 +427,17 @@ def test_training_can_be_limited_to_some_variants(tmp_path, monkeypatch):
         experiments.train("demo", params, variants=["a", "e"])
 
 
+def test_training_can_be_limited_to_some_seeds_and_goes_seed_by_seed(tmp_path, monkeypatch):
+    params = gpu_experiment(tmp_path, monkeypatch, gpus=0, jobs=1)
+    params["profiles"]["smoke"]["seeds"] = [0, 1, 2]
+    started = record_runs(monkeypatch)
+    experiments.train("demo", params, variants=["a", "b"], seeds=["2", "0"])
+    names = [command[command.index("--name") + 1] for command, _ in started]
+    assert names == ["demo/a_s0", "demo/b_s0", "demo/a_s2", "demo/b_s2"]  # a seed's variants train together
+    with pytest.raises(ConfigError, match="--seeds 7: not seeds of demo under profile 'smoke'; allowed: 0, 1, 2"):
+        experiments.train("demo", params, seeds=["7"])
+
+
 def test_new_only_keeps_runs_whose_result_stands_without_weights(tmp_path, monkeypatch):
     params = gpu_experiment(tmp_path, monkeypatch, gpus=0)
     started = record_runs(monkeypatch)
