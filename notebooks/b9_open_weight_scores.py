@@ -288,7 +288,7 @@ table["W_frac"] = table["W"] / table["layers"]
 claims = Claims("B", profile)
 wasted_floor = usefulness_at_floor({m: a.usefulness.relative_increase for m, a in scores.items()}, tau)
 claims.add("b9-jacobian-falls-with-layer", "Fig. 2b (public models)",
-           "(ours) ||J - I||_F / d falls with the layer index in public Pre-LN decoders",
+           "(ours) ||J - I||_F / d falls with the layer index in public decoders (two Pre-LN, Gemma-3 pre- and post-norm)",
            "falls from about 0.014 to 0.002 across layers (paper B's trained models)",
            along_layers(lambda a: a.jacobians.deviation, -1))
 claims.add("b9-variance-grows-with-layer", "Fig. 2a (public models)",
