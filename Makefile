@@ -10,14 +10,16 @@
 #   make html       HTML copies of the executed notebooks (not committed), beside them
 #   make site       the results site (not committed): open site/index.html in a browser
 # and on a lent GPU, whose machine has no package registry (README, "The paper profile on GPUs"):
-#   make gpu-lease MODE=check   (or bench, science; DRY=--dry runs it at tiny shapes on the CPU)
+#   make gpu-lease DRY=--dry     here: check, price and pack the lease's one call, run it at tiny shapes on the CPU
+#   make gpu-lease EXPORT=$OUT   there: the one call (MODE=check, bench or science: one mode)
+#   make gpu-import DIR=...      here: what came back from $OUT, under runs/gpu/
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 export DVC_NO_ANALYTICS := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install repro repro-headline test test-fast test-floor benchmark notebooks plan html site gpu-lease
+.PHONY: install repro repro-headline test test-fast test-floor benchmark notebooks plan html site gpu-lease gpu-import
 
 install: $(VENV)/.installed
 
@@ -83,7 +85,10 @@ site: install
 	$(BIN)/python -m cod.site
 
 # no install step: the lent machine has torch but no registry; its python when there is no .venv
-MODE ?= check
+MODE ?= lease
 LEASE_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
 gpu-lease:
-	$(LEASE_PYTHON) -m cod.gpu_lease $(MODE) $(DRY)
+	$(LEASE_PYTHON) -m cod.gpu_lease $(MODE) $(DRY) $(if $(EXPORT),--export $(EXPORT))
+
+gpu-import:
+	$(LEASE_PYTHON) -m cod.gpu_lease --import $(DIR)

@@ -1,22 +1,28 @@
-"""One command for a lent GPU: three modes, each one call of at most 10 minutes.
+"""One command for a lent GPU: the one call of a lease (`lease`), or one of three modes, each at most 10 minutes.
 
+    python -m cod.gpu_lease lease --dry   # here: check and price the call, pack the tokens, run it at tiny shapes
+    python -m cod.gpu_lease lease --export $OUT   # on the lent GPU: Fig. 4 at 130M, then bench items as time allows
+    python -m cod.gpu_lease --import DIR  # here: what came back from $OUT, under runs/gpu/<its folder>/
     python -m cod.gpu_lease check     # imports, a bf16 step, a killed run resumes, compiled = eager, MoE dispatch
     python -m cod.gpu_lease bench     # paper shapes: tokens/s, MFU, peak memory against cod.memory, eager and compiled
     python -m cod.gpu_lease science   # paper A's Pre-LN against LNS at its smallest shapes, on carried tokens
     python -m cod.gpu_lease check --dry   # any mode at tiny shapes on the CPU (what the tests run)
 
-A GPU is lent rarely and briefly (minutes of device time, 10 minutes a command, a working tree
-under 64 MiB, no package registry, possibly an older torch). So each mode:
+A GPU is lent rarely and briefly (15 minutes of device time a session, the machine's start
+included, 10 minutes a command, a working tree under 64 MiB, no package registry, possibly an
+older torch; only the folder $OUT comes back: 8 files, see cod.gpu_carry). So each mode:
 
 - imports nothing beyond torch, numpy, pyyaml and tokenizers (no dvc, papermill or jupytext: the
   lent machine has none), and reads params.yaml with yaml (`cod.params`, never through dvc);
 - plans its work to end within `--budget` seconds (default 540): work that would not fit is
   skipped and said so, a run overrunning is stopped by the trainer's deadline, and a watchdog
   (SIGALRM) ends the mode `WATCHDOG_GRACE` seconds after the budget in any case;
-- writes small JSON files, after each item, to runs/gpu/<date>_<device>_torch<version>/
-  (`<mode>.json`; science adds each run's config, history and final metrics under science/),
-  so a mode cut short still leaves what it measured. --dry writes under .cache/gpu_lease/
-  (ignored by git) unless --out says otherwise.
+- writes small JSON files, after each item, to runs/gpu/<date>_<device>_torch<version>/ (the first
+  free `_<n>` suffix after it: a call never writes over an earlier one's folder)
+  (`<mode>.json`; science and fig4 add each run's config, history and final metrics under
+  science/ and fig4/), so a mode cut short still leaves what it measured; --export copies them
+  into a folder that comes back. --dry writes under .cache/gpu_lease/ (ignored by git, emptied
+  first) unless --out says otherwise.
 
 check (under a minute and a half on an H200, see README.md "What was measured where"):
   environment   Python, torch, CUDA, the device; that dvc, papermill and jupytext were not imported
@@ -44,8 +50,26 @@ science: paper A's Pre-LN and LNS (Table 1's comparison) at the paper profile's 
   corpus are not the paper's (C4; the profile's FineWeb-Edu at 50K): losses compare Pre-LN with
   LNS, not with Table 1.
 
+lease (the one call: modes fig4, then bench, on one clock of --budget seconds, default 540):
+  fig4          paper A's Fig. 4 at its 130M shape (768 wide, 12 layers, 12 heads, FFN 2048): Pre-LN, LNS
+                and scaled initialisation under paper A's released recipe as it stood before its commit
+                eb1a0a5 (FIG4_RECIPE: token embedding N(0, 2/5), Adam with beta2 0.999, no clipping, no
+                weight decay), each the first 2,400 steps of the released 20,000-step schedule (2,000
+                warming up, cosine from 1e-3 to a tenth), 64 x 256 tokens a step on the carried tokens,
+                per-layer variances every 100 steps
+  bench         as time allows: a71m's MFU (eager), then b_depth/d16 compiled with recomputation (whether
+                train.compile can be on in the paper profile), each with cod.memory's estimate
+  Each item is priced before the call from what the last lease measured (`price_call`, runs/gpu/);
+  a plan over the budget is refused before the device is spent. With --export $OUT the results
+  folder is mirrored into $OUT after every item (cod.gpu_carry.export), so a kill loses only the
+  item in flight; `--import DIR` puts what came back under runs/gpu/, as the call wrote it.
+  The tokens travel packed (.cache/gpu_carry/bpe2048.tar.xz, made by `lease --dry`) and are
+  unpacked on the device; `lease --dry` also checks that the tree plus the carried folder is under
+  64 MiB and prints the device tool's call.
+
 --dry: the same code at tiny shapes on the CPU (fp32, and bf16 autocast where the mode runs bf16),
-compiled with AOT-eager (inductor would take minutes on a CPU), on synthetic tokens.
+compiled with AOT-eager (inductor would take minutes on a CPU), on synthetic tokens (lease: on the
+tokens it would carry, unpacked from their archive if need be).
 """
 
 from __future__ import annotations
@@ -66,6 +90,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -74,6 +99,8 @@ import torch
 
 from cod import ROOT
 from cod.config import run_config
+from cod.gpu_carry import (CARRY, RESULTS, Refusal, check_tree, export, exported, import_results, is_packed,
+                           pack_tokens, ready_tokens)
 
 BUDGET_S = 540.0  # seconds a mode plans for: well within a command's 10 minutes
 WATCHDOG_GRACE = 30.0  # seconds past the budget after which the watchdog ends a mode
@@ -105,16 +132,18 @@ class BudgetSpent(Exception):
 
 
 class Lease:
-    """What one mode shares: device, precision, time budget, the results file."""
+    """What one mode shares: device, precision, time budget (from `start`, shared by the modes of
+    one call), the results file, and the folder it is exported to after every item."""
 
-    def __init__(self, mode: str, dry: bool, budget: float, out: Path | None):
-        self.mode, self.dry, self.budget = mode, dry, budget
-        self.start = time.monotonic()
+    def __init__(self, mode: str, dry: bool, budget: float, out: Path | None, export: Path | None = None,
+                 start: float | None = None):
+        self.mode, self.dry, self.budget, self.export = mode, dry, budget, export
+        self.start = time.monotonic() if start is None else start
         self.device = "cuda" if torch.cuda.is_available() and not dry else "cpu"
         self.folder = Path(out) if out else default_folder(self.device, dry)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / f"{mode}.json"
-        self.results: dict[str, Any] = {"mode": mode, "dry": dry, "budget_s": budget,
+        self.results: dict[str, Any] = {"mode": mode, "dry": dry, "budget_s": budget, "folder": self.folder.name,
                                         "started": _now(), "environment": environment(self.device), "items": {}}
         self.scratch = Path(tempfile.mkdtemp(prefix=f"gpu_lease_{mode}_"))
 
@@ -127,8 +156,14 @@ class Lease:
         self.save()
 
     def save(self) -> None:
+        """Write the results file, and mirror the results folder into the export folder (if any)."""
         self.results["elapsed_s"] = round(time.monotonic() - self.start, 1)
         self.path.write_text(json.dumps(self.results, indent=2, default=_plain) + "\n")
+        if self.export:
+            try:
+                export(self.folder, self.export)
+            except (Refusal, OSError) as error:  # said, and the work goes on: the device's copy stays
+                print(f"[gpu_lease {self.mode}] not exported: {error}", flush=True)
 
     def item(self, name: str, work: Callable[[], dict], needs: float = 0.0) -> dict:
         """Run one item of the mode and record it: its result, or its error, or that it was skipped
@@ -424,19 +459,20 @@ def moe_dispatch(lease: Lease) -> dict:
 # ----------------------------------------------------------------------------- bench
 
 
+def bench_config(lease: Lease, label: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """A paper shape's run as bench times it: one micro-batch a step, on synthetic tokens (--dry: tiny)."""
+    if lease.dry:
+        overrides = tiny(overrides)
+    micro = overrides.get("train.micro_batch") or overrides["data.batch_size"]
+    overrides = {**overrides, "data.batch_size": micro, "train.micro_batch": 0, "train.steps": 10**6,
+                 "train.stats_every": 0, "train.ckpt_every": 0, "train.log_every": 1}
+    tokens = micro * overrides["data.seq_len"] * (64 if not lease.dry else 16)
+    return synthetic_tokens(overrides, lease.scratch / "tokens" / label.replace("/", "_"), tokens)
+
+
 def bench(lease: Lease, shapes: list[tuple[str, str]] | None = None, seconds: float | None = None) -> None:
     shapes = shapes or BENCH
-    configs = {}
-    for experiment, variant in shapes:
-        label = f"{experiment}/{variant}"
-        overrides = paper_config(experiment, variant)
-        if lease.dry:
-            overrides = tiny(overrides)
-        micro = overrides.get("train.micro_batch") or overrides["data.batch_size"]
-        overrides.update({"data.batch_size": micro, "train.micro_batch": 0, "train.steps": 10**6,
-                          "train.stats_every": 0, "train.ckpt_every": 0, "train.log_every": 1})
-        tokens = micro * overrides["data.seq_len"] * (64 if not lease.dry else 16)
-        configs[label] = synthetic_tokens(overrides, lease.scratch / "tokens" / label.replace("/", "_"), tokens)
+    configs = {f"{e}/{v}": bench_config(lease, f"{e}/{v}", paper_config(e, v)) for e, v in shapes}
     seconds = seconds or (0.5 if lease.dry else 25.0)  # timed per shape and way, after the warm-up
     labels = list(configs)
 
@@ -536,14 +572,11 @@ def science(lease: Lease, tokens: Path, experiments: tuple[str, ...] = SCIENCE, 
     lease.record("summary", science_summary(lease.results["items"]))
 
 
-def _token_source(lease: Lease, tokens: Path) -> tuple[int, dict[str, Any]]:
-    """The vocabulary and a description of the tokens trained on: the carried ones, or (--dry
-    without them) synthetic ones."""
+def _token_source(lease: Lease, tokens: Path, synthetic: bool = True) -> tuple[int, dict[str, Any]]:
+    """The vocabulary and a description of the tokens trained on: the carried ones (made ready by
+    `cod.gpu_carry.ready_tokens` before the call starts), or, in --dry when `synthetic`, random ones."""
     folder = Path(tokens)
-    if lease.dry or not (folder / "train.bin").exists():
-        if not lease.dry:
-            raise FileNotFoundError(f"no train.bin in {folder}: carry the tokens with the command "
-                                    "(e.g. data/tokens/bpe2048, made by `dvc repro prepare`)")
+    if lease.dry and synthetic:
         overrides = synthetic_tokens(tiny({}), lease.scratch / "science_tokens", 2**15)
         folder = Path(run_config(overrides).data.dataset_dir)
     meta = json.loads((folder / "meta.json").read_text())
@@ -611,23 +644,24 @@ def science_steps(lease: Lease, experiment: str, vocab: int, corpus: dict[str, A
 def science_run(lease: Lease, overrides: dict[str, Any], name: str) -> dict:
     from cod.train import Trainer  # lazy: an import error (an older torch) fails this item only
 
-    out = lease.folder / "science" / name
+    out = lease.folder / lease.mode / name
     cfg = run_config(overrides)
     t = Trainer(cfg, out, weights=lease.scratch / "weights" / name, name=name, device=lease.device,
                 distributed=False, quiet=False)
     t.deadline = time.monotonic() + max(5.0, lease.left() - 15.0)
     final = t.fit()
     history = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]
-    stats = [r for r in history if "resid_var" in r]
-    last = stats[-1]["resid_var"] if stats else None
+    growth = {r["step"]: r["resid_var"][-1] / r["resid_var"][0] for r in history if "resid_var" in r}
     del t
     _release()
     return {"ok": final["status"] in ("completed", "stopped"), "status": final["status"], "steps": final["steps"],
-            "planned_steps": cfg.train.steps, "norm": str(cfg.model.norm), "n_layers": cfg.model.n_layers,
-            "d_model": cfg.model.d_model, "seed": cfg.seed, "val_loss": final["val_loss"], "val_ppl": final["val_ppl"],
-            "val_bbc_loss": final["val_bbc_loss"], "final_train_loss": final["final_train_loss"],
-            "tokens": final["tokens"], "tokens_per_s": final["tokens_per_s"],
-            "last_layer_over_first_resid_var": last[-1] / last[0] if last else None}
+            "planned_steps": cfg.train.steps, "norm": str(cfg.model.norm), "init": str(cfg.model.init),
+            "n_layers": cfg.model.n_layers, "d_model": cfg.model.d_model, "seed": cfg.seed,
+            "val_loss": final["val_loss"], "val_ppl": final["val_ppl"], "val_bbc_loss": final["val_bbc_loss"],
+            "final_train_loss": final["final_train_loss"], "tokens": final["tokens"],
+            "tokens_per_s": final["tokens_per_s"],
+            "last_layer_over_first_resid_var": growth[max(growth)] if growth else None,
+            "last_layer_over_first_by_step": growth}
 
 
 def science_summary(items: dict[str, Any]) -> dict[str, Any]:
@@ -643,7 +677,178 @@ def science_summary(items: dict[str, Any]) -> dict[str, Any]:
             for key, runs in sorted(groups.items())}
 
 
+# ----------------------------------------------------------------------------- the one call: Fig. 4, then bench
+
+
+FIG4_VARIANTS = ("pre_ln", "lns", "scaled_init")  # a_130m's variants of paper A's Fig. 4, in the order they train
+EMBED_STD_RELEASED = math.sqrt(2 / 5)  # paper A's released code drew its token embedding so until eb1a0a5
+FIG4_RECIPE = {  # paper A's released code for its 130M model, as it stood before its commit eb1a0a5 (2026-01-02)
+    "model.embed_init_std": EMBED_STD_RELEASED,
+    "optim.beta2": 0.999, "optim.grad_clip": 0.0, "optim.weight_decay": 0.0,  # Adam, no clipping, no decay
+    "optim.lr": 1e-3, "optim.min_lr_ratio": 0.1,  # cosine from 1e-3 to a tenth of it
+    "optim.schedule_steps": 20_000, "optim.warmup_steps": 2_000,  # the script's schedule ...
+    "train.steps": 2_400,  # ... of which the first 2,400 steps train: the warmup and 400 steps after it
+    "train.stats_every": 100,  # per-layer variances
+}
+FIG4_DRY = {"optim.schedule_steps": 40, "optim.warmup_steps": 4, "train.steps": 8, "train.stats_every": 2}
+FIG4_NOTE = ("paper A's released code as it stood before its commit eb1a0a5 (2026-01-02): token embedding drawn "
+             "N(0, 2/5), Adam with beta2 0.999, no gradient clipping, no weight decay; the first 2,400 steps of its "
+             "20,000-step schedule (2,000 warming up, then cosine from 1e-3 towards a tenth of it)")
+LEASE_BENCH = (  # (paper-profile size, or experiment/variant; compiled), timed after Fig. 4 while time is left
+    ("a71m", False),  # paper A's 71M shape (512 wide, 12 layers): its MFU, eager
+    ("b_depth/d16", True),  # paper B's 16 layers, recomputed, compiled: decides whether train.compile can be on
+)
+LEASE_SECONDS = 8.0  # timed per bench item of the call, after its warm-up
+RECOMPUTE_MARGIN = 1.5  # unmeasured: how much longer than a stored model's a recomputed model's compilation may take
+CALL = ("set -o pipefail; PYTHONUNBUFFERED=1 python3 -m cod.gpu_lease lease --export $OUT 2>&1 "
+        "| tee $OUT/lease.log")  # the device tool's command for the call (python3 there holds torch)
+
+
+@dataclass(frozen=True)
+class Priced:
+    """One item of the call and the seconds it should take on the lent GPU, priced from what an
+    earlier lease measured (`basis` says what)."""
+
+    mode: str
+    item: str
+    seconds: float
+    basis: str
+
+
+def paper_overrides(label: str) -> dict[str, Any]:
+    """A paper-profile run's overrides: `experiment/variant`, or a size's (the profile's base and its shape)."""
+    if "/" in label:
+        return paper_config(*label.split("/", 1))
+    from cod.params import load_params, profile_settings  # lazy: an import error (an older torch) fails this item only
+
+    profile = profile_settings({**load_params(ROOT / "params.yaml"), "profile": "paper"})
+    if label not in profile["sizes"]:
+        raise ValueError(f"size={label!r} is not one of the paper profile's; allowed: {', '.join(profile['sizes'])}")
+    return {**profile.get("base", {}), **profile["sizes"][label], "seed": 0}
+
+
+def measured_items(results: Path = RESULTS) -> dict[str, list[dict]]:
+    """Every item a lent GPU ran without error (dry runs left out), by name, over the calls under `results`."""
+    found: dict[str, list[dict]] = {}
+    for path in sorted(results.glob("*/*.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and not data.get("dry") and isinstance(data.get("items"), dict):
+            for name, result in data["items"].items():
+                if isinstance(result, dict) and result.get("ok"):
+                    found.setdefault(name, []).append(result)
+    return found
+
+
+def _measured(found: dict[str, list[dict]], name: str) -> list[dict]:
+    if not found.get(name):
+        raise Refusal(f"no GPU measurement of {name!r} under runs/gpu/ to price the call from")
+    return found[name]
+
+
+def price_fig4(found: dict[str, list[dict]]) -> list[Priced]:
+    """Each Fig. 4 run: its tokens at the slowest rate science measured at the 12 x 768 shape (64 x 256
+    a step, the carried tokens), plus the most set-up and evaluation a run of it took besides its steps."""
+    runs = [r for results in found.values() for r in results
+            if r.get("status") == "completed" and (r.get("n_layers"), r.get("d_model")) == (12, 768)]
+    if not runs:
+        raise Refusal("no GPU science run at 12 x 768 under runs/gpu/ to price Fig. 4's runs from")
+    rate = min(r["tokens_per_s"] for r in runs)
+    setup = max(r["seconds"] - r["tokens"] / r["tokens_per_s"] for r in runs)
+    tokens = FIG4_RECIPE["train.steps"] * SCIENCE_BATCH * paper_config("a_130m", "pre_ln")["data.seq_len"]
+    basis = (f"{tokens / 1e6:.1f}M tokens at {rate:,.0f} tokens/s + {setup:.1f} s set-up and evaluation "
+             f"(slowest and most of {len(runs)} science runs at 12 x 768)")
+    return [Priced("fig4", f"a_130m_{v}_s0", tokens / rate + setup, basis) for v in FIG4_VARIANTS]
+
+
+def price_bench(found: dict[str, list[dict]]) -> list[Priced]:
+    """a71m eager: a_130m's eager set-up and warm-up plus the seconds timed; d16 compiled: a_130m's
+    compilation scaled by layers and `RECOMPUTE_MARGIN`, its set-up, the seconds timed; estimates as measured."""
+    eager = _measured(found, "a_130m/pre_ln eager")
+    eager_setup = max(r["seconds"] - r["steps"] * r["step_s"] for r in eager)
+    compiled = _measured(found, "a_130m/pre_ln compiled")
+    compile_s = max(r["warmup_s"] for r in compiled)
+    compiled_setup = max(r["seconds"] - r["warmup_s"] - r["steps"] * r["step_s"] for r in compiled)
+    layers = paper_overrides("b_depth/d16")["model.n_layers"] / paper_overrides("a130m")["model.n_layers"]
+    estimate_s = max(r["seconds"] for name in ("a_130m/pre_ln estimate", "b_depth/d16 estimate")
+                     for r in _measured(found, name))
+    estimated = f"the longest of a_130m's and d16's measured estimates ({estimate_s:.1f} s)"
+    return [
+        Priced("bench", "a71m eager", eager_setup + LEASE_SECONDS,
+               f"a_130m/pre_ln eager's set-up and warm-up ({eager_setup:.1f} s, most of {len(eager)} calls) "
+               f"+ {LEASE_SECONDS:.0f} s timed"),
+        Priced("bench", "a71m estimate", estimate_s, estimated),
+        Priced("bench", "b_depth/d16 compiled", compile_s * layers * RECOMPUTE_MARGIN + compiled_setup + LEASE_SECONDS,
+               f"a_130m/pre_ln's compilation ({compile_s:.1f} s) x {layers:.2f} for its layers x {RECOMPUTE_MARGIN} "
+               f"for recomputation (unmeasured) + {compiled_setup:.1f} s set-up + {LEASE_SECONDS:.0f} s timed"),
+        Priced("bench", "b_depth/d16 estimate", estimate_s, estimated),
+    ]
+
+
+def price_call(results: Path = RESULTS) -> list[Priced]:
+    """The call's items in the order they run, each priced from what the lent GPUs measured under `results`."""
+    found = measured_items(results)
+    return price_fig4(found) + price_bench(found)
+
+
+def check_plan(plan: list[Priced], budget: float) -> str:
+    """The plan as lines; refuses, in one line, a budget over `BUDGET_S` or below the plan's total."""
+    total = sum(p.seconds for p in plan)
+    if budget > BUDGET_S:
+        raise Refusal(f"--budget {budget:.0f}: allowed at most {BUDGET_S:.0f} s (a command runs at most 600 s, "
+                      f"the watchdog allows {WATCHDOG_GRACE:.0f} s more)")
+    if total > budget:
+        raise Refusal(f"--budget {budget:.0f}: the call's items are priced at {total:.0f} s; allowed: a budget of "
+                      f"at least that, at most {BUDGET_S:.0f} s")
+    lines = [f"  {p.mode:<5} {p.item:<22} {p.seconds:6.1f} s  {p.basis}" for p in plan]
+    return "\n".join([f"plan: {total:.0f} s of the {budget:.0f} s budget", *lines])
+
+
+def fig4_overrides(lease: Lease, variant: str, vocab: int, corpus: dict[str, Any]) -> dict[str, Any]:
+    """a_130m's `variant` at the paper profile's shape, on the carried tokens, 64 x 256 a step, under
+    the released recipe (--dry: tiny, a few steps of a short schedule)."""
+    recipe = {**FIG4_RECIPE, **(FIG4_DRY if lease.dry else {})}
+    return {**science_overrides(lease, "a_130m", variant, 0, vocab, corpus, recipe["train.steps"]), **recipe}
+
+
+def fig4(lease: Lease, tokens: Path, plan: dict[str, Priced]) -> None:
+    """Paper A's Fig. 4 at its 130M shape: Pre-LN, LNS and scaled initialisation on the first part of
+    the released schedule. A run started with less than half its price left stops at the budget."""
+    vocab, corpus = _token_source(lease, tokens, synthetic=False)
+    lease.results.update({"tokens": corpus, "recipe": FIG4_NOTE})
+    for variant in FIG4_VARIANTS:
+        name = f"a_130m_{variant}_s0"
+        overrides = fig4_overrides(lease, variant, vocab, corpus)
+        needs = 5.0 if lease.dry else plan[name].seconds / 2
+        lease.item(name, lambda o=overrides, n=name, v=variant: {
+            **science_run(lease, o, n), "variant": v, "recipe": "released before eb1a0a5",
+            "schedule_steps": o["optim.schedule_steps"], "warmup_steps": o["optim.warmup_steps"]}, needs=needs)
+
+
+def lease_bench(lease: Lease, plan: dict[str, Priced]) -> None:
+    """The bench items of the call (`LEASE_BENCH`), each with cod.memory's estimate after it."""
+    seconds = 0.5 if lease.dry else LEASE_SECONDS
+    for label, compiled in LEASE_BENCH:
+        config = bench_config(lease, label, paper_overrides(label))
+        way = f"{label} {'compiled' if compiled else 'eager'}"
+        lease.item(way, lambda: measure(lease, config, compiled, seconds), needs=0 if lease.dry else plan[way].seconds)
+        lease.item(f"{label} estimate", lambda: estimate(lease, label, config),
+                   needs=0 if lease.dry else plan[f"{label} estimate"].seconds)
+
+
+def round_trip(folder: Path, out: Path) -> str:
+    """What --dry checks last: the export imports back to what the call wrote; one line on it."""
+    with tempfile.TemporaryDirectory() as scratch:
+        same = exported(import_results(out, Path(scratch))) == exported(folder)
+    names = sorted(p.name for p in out.iterdir())
+    if not same:
+        raise Refusal(f"the export in {out} does not import back to {folder}")
+    return f"export: {len(names)} files in {out} ({', '.join(names)}); --import gives back what the call wrote"
+
+
 # ----------------------------------------------------------------------------- command line
+
+
+MODES = {"check": ("check",), "bench": ("bench",), "science": ("science",), "lease": ("fig4", "bench")}
 
 
 def _now() -> str:
@@ -664,15 +869,101 @@ def _summary(result: dict) -> str:
     return json.dumps(shown, default=_plain)[:300]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _shown(path: Path) -> str:
+    """`path` relative to the repository where it lies inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def preflight(args: argparse.Namespace) -> dict[str, Priced]:
+    """What must hold before the device is spent, printed: the tokens there (unpacked from the carried
+    archive if need be) and, for the one call, its plan within its budget; in --dry also the tokens
+    packed to travel and the tree that travels under its limit. Refuses, in one line, what would fail."""
+    if args.mode == "lease" or (args.mode == "science" and not args.dry):
+        print(f"[gpu_lease] {ready_tokens(args.tokens, args.carry)}", flush=True)
+    if args.mode != "lease":
+        return {}
+    plan = price_call()
+    print(check_plan(plan, args.budget), flush=True)
+    if args.dry:
+        if not is_packed(args.tokens, args.carry):
+            print(f"[gpu_lease] packed {_shown(pack_tokens(args.tokens, args.carry))}", flush=True)
+        print(f"[gpu_lease] {check_tree(ROOT, [args.carry])}", flush=True)
+        print(f"[gpu_lease] the call: run(command={CALL!r}, carry=[{_shown(args.carry)!r}], timeout_s=600); "
+              "then here: python -m cod.gpu_lease --import <the folder its files came back to>", flush=True)
+    return {p.item: p for p in plan}
+
+
+def results_folder(args: argparse.Namespace) -> Path:
+    """--out, or runs/gpu/<date>_<device>_torch<version> with the first free suffix (`_2`, ...) so that a
+    call never writes over an earlier one; --dry's folder under .cache is emptied instead."""
+    if args.out:
+        return args.out
+    device = "cuda" if torch.cuda.is_available() and not args.dry else "cpu"
+    base = default_folder(device, args.dry)
+    if args.dry:
+        shutil.rmtree(base, ignore_errors=True)
+        return base
+    names = [base.name, *(f"{base.name}_{n}" for n in range(2, 1000))]
+    return next(base.with_name(name) for name in names if not base.with_name(name).exists())
+
+
+def work(args: argparse.Namespace, plan: dict[str, Priced], lease: Lease) -> None:
+    """The items of `lease`'s mode."""
+    if lease.mode == "check":
+        check(lease)
+    elif lease.mode == "fig4":
+        fig4(lease, args.tokens, plan)
+    elif lease.mode == "bench" and args.mode == "lease":
+        lease_bench(lease, plan)
+    elif lease.mode == "bench":
+        bench(lease, [tuple(s.split("/", 1)) for s in args.shapes] if args.shapes else None, args.seconds)
+    else:
+        science(lease, args.tokens, tuple(args.experiments), tuple(args.seeds), args.steps_from)
+
+
+def run_modes(args: argparse.Namespace, plan: dict[str, Priced]) -> list[Lease]:
+    """Each mode of the call in turn, on one clock and budget, under the watchdog; every results file
+    saved (and exported) however the call ends."""
+    start, folder, leases = time.monotonic(), results_folder(args), []
+
+    def watchdog(signum, frame):
+        raise BudgetSpent(f"{args.budget + WATCHDOG_GRACE:.0f} s spent")
+
+    previous = signal.signal(signal.SIGALRM, watchdog)
+    signal.setitimer(signal.ITIMER_REAL, args.budget + WATCHDOG_GRACE)
+    try:
+        for mode in MODES[args.mode]:
+            leases.append(Lease(mode, args.dry, args.budget, folder, args.export, start))
+            print(f"[gpu_lease {mode}] {leases[-1].device}, torch {torch.__version__}, budget {args.budget:.0f} s, "
+                  f"results in {leases[-1].path}", flush=True)
+            work(args, plan, leases[-1])
+            leases[-1].results["stopped_by_watchdog"] = False
+    except BudgetSpent as error:
+        leases[-1].results["stopped_by_watchdog"] = str(error)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        for lease in leases:
+            lease.results["finished"] = _now()
+            lease.save()
+            shutil.rmtree(lease.scratch, ignore_errors=True)
+    return leases
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m cod.gpu_lease", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["check", "bench", "science"])
+    parser.add_argument("mode", nargs="?", choices=list(MODES), help="what the call runs (lease: the one call)")
     parser.add_argument("--dry", action="store_true", help="tiny shapes on the CPU, synthetic tokens (the tests)")
     parser.add_argument("--budget", type=float, default=BUDGET_S, help=f"seconds to plan for (default {BUDGET_S:.0f})")
     parser.add_argument("--out", type=Path, help="results folder (default runs/gpu/<date>_<device>_torch<version>/)")
+    parser.add_argument("--export", type=Path, help="after every item, mirror the results here, flat: $OUT")
+    parser.add_argument("--import", dest="import_from", type=Path, metavar="DIR",
+                        help="put the files a call exported (what came back from $OUT) under runs/gpu/, and stop")
     parser.add_argument("--tokens", type=Path, default=ROOT / "data/tokens/bpe2048",
-                        help="science: the folder of train.bin, val.bin and meta.json carried with the command")
+                        help="science, lease: the folder of train.bin, val.bin and meta.json trained on")
+    parser.add_argument("--carry", type=Path, default=ROOT / CARRY,
+                        help="the folder carried with the call: the tokens packed (default .cache/gpu_carry)")
     parser.add_argument("--shapes", nargs="*", metavar="EXPERIMENT/VARIANT",
                         help="bench: paper-profile runs to measure (default: BENCH)")
     parser.add_argument("--experiments", nargs="+", choices=SCIENCE, default=list(SCIENCE),
@@ -682,35 +973,35 @@ def main(argv: list[str] | None = None) -> int:
                         help="science: an earlier call's science.json whose steps per shape are trained again")
     parser.add_argument("--seconds", type=float, help="bench: seconds timed per shape and way (default 25; --dry 0.5)")
     args = parser.parse_args(argv)
-    lease = Lease(args.mode, args.dry, args.budget, args.out)
-    print(f"[gpu_lease {args.mode}] {lease.device}, torch {torch.__version__}, budget {args.budget:.0f} s, "
-          f"results in {lease.path}", flush=True)
+    if (args.mode is None) == (args.import_from is None):
+        parser.error(f"give a mode ({', '.join(MODES)}) or --import DIR, not both")
+    if args.dry and args.mode == "lease" and args.export is None:
+        args.export = ROOT / ".cache/gpu_lease/export"
+        shutil.rmtree(args.export, ignore_errors=True)
+    if args.export:
+        args.export.mkdir(parents=True, exist_ok=True)
+    return args
 
-    def watchdog(signum, frame):
-        raise BudgetSpent(f"{args.budget + WATCHDOG_GRACE:.0f} s spent")
 
-    previous = signal.signal(signal.SIGALRM, watchdog)
-    signal.setitimer(signal.ITIMER_REAL, args.budget + WATCHDOG_GRACE)
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     try:
-        if args.mode == "check":
-            check(lease)
-        elif args.mode == "bench":
-            bench(lease, [tuple(s.split("/", 1)) for s in args.shapes] if args.shapes else None, args.seconds)
-        else:
-            science(lease, args.tokens, tuple(args.experiments), tuple(args.seeds), args.steps_from)
-        lease.results["stopped_by_watchdog"] = False
-    except BudgetSpent as error:
-        lease.results["stopped_by_watchdog"] = str(error)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        lease.results["finished"] = _now()
-        lease.save()
-        shutil.rmtree(lease.scratch, ignore_errors=True)
-    failed = [name for name, r in lease.results["items"].items() if isinstance(r, dict) and r.get("ok") is False]
-    print(f"[gpu_lease {args.mode}] {len(lease.results['items'])} items, failed: {failed or 'none'}; "
-          f"{lease.results['elapsed_s']} s; {lease.path}", flush=True)
-    return 1 if failed or lease.results["stopped_by_watchdog"] else 0
+        if args.import_from:
+            print(f"[gpu_lease] imported {args.import_from} into {_shown(import_results(args.import_from))}")
+            return 0
+        leases = run_modes(args, preflight(args))
+        if args.dry and args.mode == "lease":
+            print(f"[gpu_lease] {round_trip(leases[0].folder, args.export)}", flush=True)
+    except Refusal as error:
+        print(f"gpu_lease: {error}", file=sys.stderr)
+        return 2
+    failed = [f"{lease.mode}: {name}" for lease in leases for name, r in lease.results["items"].items()
+              if isinstance(r, dict) and r.get("ok") is False]
+    stopped = any(lease.results["stopped_by_watchdog"] for lease in leases)
+    elapsed = max(lease.results["elapsed_s"] for lease in leases)
+    print(f"[gpu_lease {args.mode}] {sum(len(lease.results['items']) for lease in leases)} items, failed: "
+          f"{failed or 'none'}; {elapsed} s; {leases[0].folder}", flush=True)
+    return 1 if failed or stopped else 0
 
 
 if __name__ == "__main__":

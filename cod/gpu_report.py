@@ -4,7 +4,7 @@
     python -m cod.gpu_report --readme   # and write them into README.md between their markers
 
 Every folder runs/gpu/<date>_<device>_torch<version>[_<call>]/ holds one call's check.json,
-bench.json or science.json (a lease's later calls add a suffix). Calls on the same device,
+bench.json, science.json or fig4.json (a lease's later calls add a suffix). Calls on the same device,
 torch version and date are one lease: a shape measured in several calls shows its range, and
 science's runs of a shape pool their seeds (a later call trains an earlier one's steps,
 `--steps-from`). Nothing here needs torch or a GPU.
@@ -30,6 +30,7 @@ CPU_ROWS = [  # what the CPU tests, whatever a GPU has measured
     "| every lease mode end to end at tiny shapes | this CPU (`--dry`) | pass |",
 ]
 PAPER_A_SHAPES = {(12, 768): "130M", (24, 768): "250M"}  # science's shapes: paper A's sizes (Table 1)
+MODES = ("check", "bench", "science", "fig4")  # the results files cod.gpu_lease writes
 
 
 def lease_key(folder: Path) -> str:
@@ -44,7 +45,7 @@ def load(results: Path = RESULTS) -> dict[str, dict[str, list[dict]]]:
     leases: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for path in sorted(results.glob("*/*.json")):
         data = json.loads(path.read_text())
-        if isinstance(data, dict) and data.get("mode") in ("check", "bench", "science") and not data.get("dry"):
+        if isinstance(data, dict) and data.get("mode") in MODES and not data.get("dry"):
             leases[lease_key(path.parent)][data["mode"]].append({**data, "folder": path.parent.name})
     return {key: dict(modes) for key, modes in sorted(leases.items())}
 
@@ -138,19 +139,36 @@ def science_rows(calls: list[dict]) -> list[str]:
     return rows
 
 
+def fig4_rows(calls: list[dict]) -> list[str]:
+    """One row per Fig. 4 run: what it trained of its schedule, its validation loss, and the last layer's
+    residual variance over the first's at the first statistics step, the end of warmup and the last."""
+    rows = []
+    for call in calls:
+        for r in call["items"].values():
+            growth = {int(step): ratio for step, ratio in (r.get("last_layer_over_first_by_step") or {}).items()}
+            if r.get("status") not in ("completed", "stopped") or not growth:
+                continue
+            marks = [min((s for s in growth if s > 0), default=None), r["warmup_steps"], max(growth)]
+            shown = [f"{growth[s]:.2f}" if s in growth else "-" for s in marks]
+            rows.append(f"| {r['variant']} | {r['steps']:,} of {r['schedule_steps']:,} ({r['tokens'] / 1e6:.1f}M "
+                        f"tokens, {r['status']}) | {r['val_loss']:.3f} | " + " | ".join(shown) + " |")
+    return rows
+
+
 def report(results: Path = RESULTS) -> str:
     """The README's section: what was measured where, then each lease's tables."""
     leases = load(results)
     done = {mode for modes in leases.values() for mode in modes}
-    where = {mode: ", ".join(k for k, m in leases.items() if mode in m) or "GPU: not yet" for mode in
-             ("check", "bench", "science")}
+    where = {mode: ", ".join(k for k, m in leases.items() if mode in m) or "GPU: not yet" for mode in MODES}
     lines = ["| what | where measured | result |", "|---|---|---|",
              f"| trainer on a GPU: bf16 step, resume after a kill, compiled = eager, grouped MoE dispatch | "
              f"{where['check']} | {'below' if 'check' in done else 'unmeasured (`check`)'} |",
              f"| tokens/s, MFU and peak memory of paper shapes against `cod.memory`, eager and compiled | "
              f"{where['bench']} | {'below' if 'bench' in done else 'unmeasured (`bench`)'} |",
              f"| paper A's Pre-LN vs LNS at its 130M / 250M shapes | {where['science']} | "
-             f"{'below' if 'science' in done else 'unmeasured (`science`)'} |", *CPU_ROWS]
+             f"{'below' if 'science' in done else 'unmeasured (`science`)'} |",
+             f"| paper A's Fig. 4 at its 130M shape: per-layer variance of Pre-LN, LNS and scaled init on the released "
+             f"recipe | {where['fig4']} | {'below' if 'fig4' in done else 'unmeasured (`lease`)'} |", *CPU_ROWS]
     for key, modes in leases.items():
         env = next(iter(modes.values()))[0]["environment"]
         folders = sorted({call["folder"] for calls in modes.values() for call in calls})
@@ -182,6 +200,15 @@ def report(results: Path = RESULTS) -> str:
                       "paper A's LNS - Pre-LN (Table 1) | ppl Pre-LN / LNS | variance growth Pre-LN / LNS |",
                       "|---|---|---|---|---|---|---|---|---|",
                       *science_rows(modes["science"])]
+        if "fig4" in modes:
+            call = modes["fig4"][0]
+            lines += ["", f"Fig. 4 (ours, not a claim of the papers): paper A's 130M shape, 64 x 256 tokens a step, on "
+                          f"the default profile's tokens ({call['tokens']['vocab']:,}-token BPE), under "
+                          f"{call['recipe']}. "
+                          "Residual variance of the last layer over the first at the first statistics step, the end "
+                          "of warmup and the last statistics step.", "",
+                      "| run | trained of the schedule's steps | val loss | first | end of warmup | last |",
+                      "|---|---|---|---|---|---|", *fig4_rows(modes["fig4"])]
     return "\n".join(lines)
 
 

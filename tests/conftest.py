@@ -100,6 +100,7 @@ SLOW = (
     "test_experiments.py::test_plan_prints_every_experiment_and_the_totals",
     "test_experiments.py::test_the_readme_plan_table_counts_each_profiles_runs_and_measured_hours",
     "test_fingerprint.py::test_committed_runs_are_complete_under_the_current_code",
+    "test_gpu_lease.py::test_the_dry_call_exports_after_every_item_and_imports_back",
     "test_gpu_path.py::test_a_peak_carried_along_depth_is_the_traced_peak",
     "test_gpu_path.py::test_compiled_model_trains_like_eager",
     "test_gpu_path.py::test_compiled_model_under_fsdp_trains_like_one_eager_process",
