@@ -196,10 +196,12 @@ def _target(into: Path, name: str, results: dict[str, dict]) -> Path:
     raise Refusal(f"--import: {into}/{name}_<n> are all taken")
 
 
-def import_results(source: Path, into: Path = RESULTS) -> Path:
+def import_results(source: Path, into: Path = RESULTS, dry: bool = False) -> Path:
     """Put what a lease exported (`source`: the files that came back from $OUT) under `into`, in the
-    folder the lease wrote on the device; return that folder."""
+    folder the lease wrote on the device; return that folder. A dry run's export is refused unless `dry`."""
     results = _results(source)
+    if not dry and any(d.get("dry") for d in results.values()):
+        raise Refusal(f"--import {source}: a --dry run's results, not a lent GPU's; they stay out of {into}")
     target = _target(into, next(iter(results.values()))["folder"], results)
     target.mkdir(parents=True, exist_ok=True)
     for name in results:

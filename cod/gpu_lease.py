@@ -838,7 +838,7 @@ def lease_bench(lease: Lease, plan: dict[str, Priced]) -> None:
 def round_trip(folder: Path, out: Path) -> str:
     """What --dry checks last: the export imports back to what the call wrote; one line on it."""
     with tempfile.TemporaryDirectory() as scratch:
-        same = exported(import_results(out, Path(scratch))) == exported(folder)
+        same = exported(import_results(out, Path(scratch), dry=True)) == exported(folder)
     names = sorted(p.name for p in out.iterdir())
     if not same:
         raise Refusal(f"the export in {out} does not import back to {folder}")
@@ -975,12 +975,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if (args.mode is None) == (args.import_from is None):
         parser.error(f"give a mode ({', '.join(MODES)}) or --import DIR, not both")
+    return args
+
+
+def export_folder(args: argparse.Namespace) -> Path | None:
+    """--export, made if need be; for the one call in --dry, .cache/gpu_lease/export, emptied."""
     if args.dry and args.mode == "lease" and args.export is None:
         args.export = ROOT / ".cache/gpu_lease/export"
         shutil.rmtree(args.export, ignore_errors=True)
     if args.export:
         args.export.mkdir(parents=True, exist_ok=True)
-    return args
+    return args.export
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -989,7 +994,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.import_from:
             print(f"[gpu_lease] imported {args.import_from} into {_shown(import_results(args.import_from))}")
             return 0
-        leases = run_modes(args, preflight(args))
+        plan = preflight(args)
+        export_folder(args)
+        leases = run_modes(args, plan)
         if args.dry and args.mode == "lease":
             print(f"[gpu_lease] {round_trip(leases[0].folder, args.export)}", flush=True)
     except Refusal as error:

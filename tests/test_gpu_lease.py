@@ -56,16 +56,19 @@ def test_the_dry_call_exports_after_every_item_and_imports_back(tiny_tokens, tmp
     assert all(len(s) <= gpu_carry.EXPORT_FILES for s in snapshots)
     assert sorted(p.name for p in sent.iterdir()) == ["bench.json", "fig4.files.json", "fig4.json"]
 
-    back = import_results(sent, tmp_path / "runs_gpu")
+    with pytest.raises(Refusal, match="a --dry run's results, not a lent GPU's"):
+        import_results(sent, tmp_path / "runs_gpu")
+    back = import_results(sent, tmp_path / "runs_gpu", dry=True)
     assert back.name == out.name and exported(back) == exported(out)
 
 
 def test_the_dry_check_refuses_in_one_line_when_the_tokens_are_missing(tmp_path, capsys):
     code = gpu_lease.main(["lease", "--dry", "--tokens", str(tmp_path / "bpe2048"), "--carry", str(tmp_path / "carry"),
-                           "--out", str(tmp_path / "out")])
+                           "--out", str(tmp_path / "out"), "--export", str(tmp_path / "OUT")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith("gpu_lease: --tokens ")
-    assert "dvc repro prepare" in err and not (tmp_path / "out").exists()  # refused before any work
+    assert "dvc repro prepare" in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "OUT").exists()  # refused before any work
 
 
 def _measured(folder, mode, items):
