@@ -24,11 +24,14 @@ export HF_HUB_OFFLINE := 1
 install: $(VENV)/.installed
 
 # torch first and pinned: an open range would pull a multi-GB CUDA build
-$(VENV)/.installed: pyproject.toml requirements-offline.txt
+$(VENV)/.installed: pyproject.toml requirements-offline.txt jupyter/overrides.d/cod.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,hf,pipeline]"
+	$(BIN)/pip install --quiet -e ".[dev,hf,pipeline,lab]"
 	$(BIN)/pip install --quiet --no-deps -r requirements-offline.txt
+	$(BIN)/python -m cod.plots_page  # the offline page template of `dvc plots show` (.dvc/config)
+	mkdir -p $(VENV)/share/jupyter/lab/settings/overrides.d  # JupyterLab: a .py file opens as a Jupytext notebook
+	cp jupyter/overrides.d/cod.json $(VENV)/share/jupyter/lab/settings/overrides.d/
 	touch $@
 
 # `dvc repro` of one profile's stages: the default profile's (make repro) or the headline profile's
