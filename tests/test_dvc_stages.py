@@ -152,17 +152,18 @@ def stage_names() -> list[str]:
 
 def test_make_repro_reproduces_one_profile_and_curves_alone():
     """The Makefile's globs split dvc.yaml's stages: each stage is one profile's, never both's, and
-    only `curves`, which reads both profiles' committed runs, is left to run alone (--single-item)."""
+    only `curves` and `report`, which read both profiles' committed files, are left to run alone
+    (--single-item)."""
     makefile = (ROOT / "Makefile").read_text()
     globs = {target: re.search(rf"^{target} := (.*)$", makefile, flags=re.M).group(1).replace("'", "").split()
              for target in ("DEFAULT_STAGES", "HEADLINE_STAGES")}
     for name in stage_names():
         matched = [t for t, patterns in globs.items() if any(fnmatch(name, p) for p in patterns if p != "prepare")]
-        expected = [] if name in ("prepare", "curves") else \
-            ["HEADLINE_STAGES"] if name.startswith(("train_headline@", "analyse_headline@", "h0_", "h1_", "headline_")) else \
+        headline = name.startswith(("train_headline@", "analyse_headline@", "headline_")) or re.match(r"h\d+_", name)
+        expected = [] if name in ("prepare", "curves", "report") else ["HEADLINE_STAGES"] if headline else \
             ["DEFAULT_STAGES"]
         assert matched == expected, name
-    assert "dvc repro --single-item curves" in makefile
+    assert "dvc repro --single-item curves" in makefile and "dvc repro --single-item report" in makefile
 
 
 def test_a_headline_stage_runs_its_notebook_on_the_headline_profiles_experiments():
