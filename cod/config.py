@@ -519,7 +519,12 @@ def parse_override(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise ConfigError(f"override {text!r} must look like key.path=value")
     key, raw = text.split("=", 1)
-    return key.strip(), yaml.safe_load(raw)
+    try:
+        return key.strip(), yaml.safe_load(raw)
+    except yaml.YAMLError as error:  # one line, not the parser's traceback
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(f"override {text!r}: the value is not valid YAML ({problem}); "
+                          f"a list is [a, b], a string with ':' or '#' goes in quotes") from None
 
 
 def apply_overrides(config: Any, overrides: Mapping[str, Any] | list[str]) -> Any:

@@ -22,8 +22,9 @@ shown as they run; the executed notebook records paths relative to the repositor
 this machine's, and re-executing it on the same inputs gives the same bytes: cell ids come from
 the notebook's name and each cell's source, papermill's timings are dropped and floats in text
 outputs keep 10 significant digits (`stabilise`). The executed .ipynb keeps its parameters
-cell, so plain papermill works on it too (from the repository; without figures_dir it draws
-into the committed figures):
+cell, so plain papermill works on it too (from the repository; without figures_dir it writes
+to a folder of its own under the system's temporary folder, never the committed one:
+`cod.kernel.start`):
 
     papermill notebooks/executed/default/a4_variance_dynamics.ipynb /tmp/a4.ipynb \\
         -y "steps_to_show: [0.5, 1.0]" -p figures_dir /tmp/a4_figures
@@ -38,7 +39,6 @@ weights, which a fresh clone lacks; notebooks read only committed small files).
 from __future__ import annotations
 
 import argparse
-import ast
 import base64
 import hashlib
 import logging
@@ -55,6 +55,7 @@ import nbformat
 
 from cod import ROOT, load_yaml
 from cod.config import ConfigError, parse_override
+from cod.kernel import assigned, checked_parameters, stage_folder
 from cod.pipeline import resolved_stages, run_stages
 from cod.png import compact_png
 
@@ -87,16 +88,7 @@ def declared_parameters(notebook) -> dict[str, Any]:
     cells = [c for c in notebook.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     if len(cells) != 1:
         raise ConfigError(f"a notebook needs exactly one cell tagged 'parameters', found {len(cells)}")
-    names: dict[str, Any] = {}
-    for node in ast.parse(cells[0].source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        for target in targets:
-            if isinstance(target, ast.Name):
-                try:
-                    names[target.id] = ast.literal_eval(node.value)
-                except ValueError:
-                    names[target.id] = None
-    return names
+    return assigned(cells[0].source)
 
 
 def load_params() -> dict[str, Any]:
@@ -143,64 +135,12 @@ def resolved_parameters(name: str, declared: dict[str, Any], overrides: dict[str
     return checked_parameters(given, declared, name)
 
 
-def type_name(default: Any) -> str:
-    """What a parameter whose default is `default` takes, in words ('float', 'list of str')."""
-    if default is None:
-        return "any value"
-    if isinstance(default, (list, tuple)):
-        items = sorted({type_name(item) for item in default})
-        return "list" + (f" of {' or '.join(items)}" if items else "")
-    return type(default).__name__
-
-
-def fits(value: Any, default: Any) -> bool:
-    """Whether `value` may stand for `default`: a value of its type (an int for a float), a list
-    whose items each fit an item of the default list, anything for a default of None."""
-    if default is None:
-        return True
-    if isinstance(default, bool) or isinstance(value, bool):
-        return isinstance(default, bool) and isinstance(value, bool)
-    if isinstance(default, float):
-        return isinstance(value, (int, float))
-    if isinstance(default, (list, tuple)):
-        return isinstance(value, list) and (not default or all(any(fits(v, d) for d in default) for v in value))
-    return isinstance(value, type(default))
-
-
-def checked_parameters(given: dict[str, Any], declared: dict[str, Any], name: str) -> dict[str, Any]:
-    """`given` checked against the notebook's `declared` defaults: every name declared, every
-    value of its default's type (`fits`; YAML's '1e-3', read as a string, taken as a float where a
-    float is expected), `profile` one of params.yaml's. Raises ConfigError naming the first misfit."""
-    unknown = sorted(set(given) - set(declared))
-    if unknown:
-        raise ConfigError(
-            f"notebook {name!r} has no parameter {', '.join(map(repr, unknown))}; "
-            f"allowed: {', '.join(sorted(declared))}"
-        )
-    checked = {}
-    for key, value in given.items():
-        default = declared[key]
-        if isinstance(default, float) and isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        if not fits(value, default):
-            raise ConfigError(f"notebook {name!r}: {key}={value!r} is not allowed; expected {type_name(default)} "
-                              f"(the default is {default!r})")
-        checked[key] = value
-    profiles = load_params()["profiles"]
-    if "profile" in checked and checked["profile"] not in profiles:
-        raise ConfigError(f"notebook {name!r}: profile={checked['profile']!r} is not allowed; "
-                          f"allowed: {', '.join(profiles)}")
-    return checked
-
-
 def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | None = None) -> Path:
     """Run notebook NAME with params.yaml's parameters plus `overrides`; returns the output path.
 
-    Figures go to the notebook's default folder or, when `output` is not the stage's, beside
-    it (`figures_beside`); a `figures_dir` in `overrides` wins over both."""
+    Figures go to the stage's folder, figures/<profile>/NAME, or, when `output` is not the stage's,
+    beside it (`figures_beside`): passed as `figures_dir` (without it the notebook writes to a
+    folder of its own, `cod.kernel.start`); a `figures_dir` in `overrides` wins over both."""
     import papermill  # lazy: seconds to import; only executing a notebook needs it
 
     notebook = load_source(name)
@@ -208,8 +148,9 @@ def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | N
     parameters = resolved_parameters(name, declared, overrides or {})
     default = EXECUTED / str(parameters["profile"]) / f"{name}.ipynb"
     output = Path(output or default).resolve()
-    if output != default and "figures_dir" in declared:
-        parameters.setdefault("figures_dir", relative(figures_beside(output)))
+    if "figures_dir" in declared:
+        folder = stage_folder(name, str(parameters["profile"])) if output == default else figures_beside(output)
+        parameters.setdefault("figures_dir", relative(folder))
     output.parent.mkdir(parents=True, exist_ok=True)
     print(f"[notebook {name}] parameters: {parameters}", flush=True)
     with environment(KERNEL_ENVIRONMENT):
@@ -395,7 +336,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="override a parameter (YAML value); repeatable")
     parser.add_argument("--output", type=Path,
                         help="where the executed notebook goes (its figures then go to OUTPUT_figures/)")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    bare = [p for p in args.param if "=" not in p]
+    if bare:  # papermill's `-p KEY VALUE`: argparse would only name the value as unrecognised
+        given, value = (f"{bare[0]} {extra[0]}", extra[0]) if extra else (bare[0], "...")
+        print(f"error: -p {given}: a parameter is one word, KEY=VALUE: -p {bare[0]}={value} "
+              "(papermill's -p KEY VALUE is two)", file=sys.stderr)
+        return 2
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.all:
         if args.jobs < 1:
             parser.error(f"--jobs {args.jobs}: allowed: a positive integer")

@@ -49,15 +49,15 @@ min_tokens_per_param = 10.0  # criterion 2, paper A
 chosen_size = "a130m"  # the size the default profile uses for paper A's 130M, checked against the pilot
 readme = "README.md"  # its pilot block is rewritten when the profile below runs
 readme_profile = "default"  # the profile whose pilot the README shows
-finals_path = None  # every run's final metrics (the curves stage's); default: figures/<profile>/curves/finals.json
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a0_miniature"
-finals_path = finals_path or f"figures/{profile}/curves/finals.json"
+from cod import kernel
+
+figures_dir = kernel.start("a0_miniature", profile, figures_dir)  # unset: a folder of its own
+readme = readme if kernel.committed(figures_dir, "a0_miniature", profile) else ""  # a run by hand leaves it alone
 
 # %%
 import io
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -66,7 +66,7 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-from cod import plots, scoreboard
+from cod import curves, plots, scoreboard
 from cod.config import ImageSet, run_config
 from cod.params import all_runs, load_params, resolve_runs
 from cod.plan import plan
@@ -251,7 +251,7 @@ display(Markdown(pilot_block))
 
 
 # %%
-finals = json.loads(Path(finals_path).read_text()) if Path(finals_path).exists() else {}
+finals = curves.finals(Path(runs_root) / profile)  # every run's final metrics, read from runs/<profile>/ itself
 language_models = {f"{run.experiment}/{run.name}" for run in all_runs(params, planned=False)
                    if run.experiment != experiment and run.config.vision.dataset == ImageSet.NONE
                    and not run.config.finetune.base}
@@ -276,7 +276,7 @@ if profile_runs:
         "The plan's estimate uses the committed runs' own speeds where a shape has been trained (two runs side by "
         "side) and a timing on this machine otherwise.")
 else:
-    closing = f"No final metrics of the profile's runs in {finals_path} (the curves stage writes them)."
+    closing = f"No final metrics of the profile's runs in {Path(runs_root) / profile}."
 display(Markdown(closing))
 if profile == readme_profile and scoreboard.update_readme(readme, f"{pilot_block}\n\n{closing}",
                                                           scoreboard.DEFAULT_PILOT_MARKERS):

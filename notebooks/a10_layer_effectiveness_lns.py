@@ -74,7 +74,9 @@ figures_dir = None  # default: figures/<profile>/a10_layer_effectiveness_lns
 threshold = 0.6  # the paper's "most layers exceed 0.6" (section 5.5), on its figure's [0, 1] scale
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a10_layer_effectiveness_lns"
+from cod import kernel
+
+figures_dir = kernel.start("a10_layer_effectiveness_lns", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from functools import partial

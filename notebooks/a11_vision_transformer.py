@@ -50,7 +50,9 @@ runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a11_vision_transformer
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a11_vision_transformer"
+from cod import kernel
+
+figures_dir = kernel.start("a11_vision_transformer", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 import json

@@ -69,7 +69,9 @@ jacobian_blocks = 8  # evenly spaced blocks whose Jacobian is computed, first an
 threads = 1  # torch threads: one is fastest on the shared 2-core CPU (two collapse under load)
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a1_open_weight_models"
+from cod import kernel
+
+figures_dir = kernel.start("a1_open_weight_models", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 import time

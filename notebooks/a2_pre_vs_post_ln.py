@@ -61,7 +61,9 @@ runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a2_pre_vs_post_ln
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a2_pre_vs_post_ln"
+from cod import kernel
+
+figures_dir = kernel.start("a2_pre_vs_post_ln", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from functools import partial

@@ -88,7 +88,9 @@ lm_seq = 32  # tokens per sequence
 lm_jac_tokens = 8  # tokens of its block Jacobians
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a3_theory"
+from cod import kernel
+
+figures_dir = kernel.start("a3_theory", profile, figures_dir)  # unset: a folder of its own
 analyses_dir = analyses_dir or f"analyses/{profile}"
 
 # %%

@@ -45,7 +45,9 @@ warmup_fraction = 0.1  # the recipe's warmup, as a fraction of training
 variants = ["pre_ln", "scaled_init", "lns"]
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a4_variance_dynamics"
+from cod import kernel
+
+figures_dir = kernel.start("a4_variance_dynamics", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from dataclasses import replace

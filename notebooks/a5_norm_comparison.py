@@ -57,7 +57,9 @@ figures_dir = None  # default: figures/<profile>/a5_norm_comparison
 early = [0.1, 0.3]  # fraction of training tokens over which the early loss is averaged (Fig. 6)
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a5_norm_comparison"
+from cod import kernel
+
+figures_dir = kernel.start("a5_norm_comparison", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from dataclasses import replace

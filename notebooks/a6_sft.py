@@ -53,7 +53,9 @@ metric = "acc"  # acc | acc_norm (lm-evaluation-harness)
 figures_dir = None  # default: figures/<profile>/a6_sft
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a6_sft"
+from cod import kernel
+
+figures_dir = kernel.start("a6_sft", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 import math

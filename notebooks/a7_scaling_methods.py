@@ -49,7 +49,9 @@ runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a7_scaling_methods
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a7_scaling_methods"
+from cod import kernel
+
+figures_dir = kernel.start("a7_scaling_methods", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from pathlib import Path

@@ -49,7 +49,9 @@ runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a8_other_norms
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a8_other_norms"
+from cod import kernel
+
+figures_dir = kernel.start("a8_other_norms", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from pathlib import Path

@@ -52,7 +52,9 @@ runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a9_lns_position
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/a9_lns_position"
+from cod import kernel
+
+figures_dir = kernel.start("a9_lns_position", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from dataclasses import replace

@@ -50,7 +50,9 @@ figures_dir = None  # default: figures/<profile>/b1_depth_scaling
 ladder = {"d12": "b_depth/d12", "d16": "b_depth/d16", "d24": "b_depth/d24", "d32": "b_depth/d32"}
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/b1_depth_scaling"
+from cod import kernel
+
+figures_dir = kernel.start("b1_depth_scaling", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 import dataclasses

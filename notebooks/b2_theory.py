@@ -78,7 +78,9 @@ moe_draws = 600  # Theorem 6: draws per expert count
 moe_ks = [1, 2, 4, 8, 16, 32]  # active experts k
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/b2_theory"
+from cod import kernel
+
+figures_dir = kernel.start("b2_theory", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 import time

@@ -49,7 +49,9 @@ collapse_factor = 2.0  # a run has collapsed when its perplexity is at least thi
 matched_rungs = ["lambda=20", "lambda=60"]  # the decay over our steps of the paper's lambda = 3 (none: [])
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/b3_weight_decay"
+from cod import kernel
+
+figures_dir = kernel.start("b3_weight_decay", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from pathlib import Path

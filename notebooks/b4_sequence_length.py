@@ -48,7 +48,9 @@ sparsity_threshold = 0.01  # the threshold of the per-evaluation-length sparsity
 uniform_margin = 0.01  # attention within this fraction of uniform causal attention's entropy is too flat to judge
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/b4_sequence_length"
+from cod import kernel
+
+figures_dir = kernel.start("b4_sequence_length", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 import json

@@ -40,7 +40,9 @@ matched_share = 0.81  # the paper's usefulness of MHA (Table 4): the matched tau
 variance_ratio = 0.75  # "MQA's variance about half of MHA's": the per-seed ratio lies below this
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/b5_grouped_query_attention"
+from cod import kernel
+
+figures_dir = kernel.start("b5_grouped_query_attention", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from pathlib import Path

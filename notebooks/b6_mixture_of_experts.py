@@ -44,7 +44,9 @@ taus = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3]  # thresholds of the usefu
 matched_share = 0.81  # the paper's usefulness of Dense-1B (Table 5): our larger dense model's share at the matched tau
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/b6_mixture_of_experts"
+from cod import kernel
+
+figures_dir = kernel.start("b6_mixture_of_experts", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 import json

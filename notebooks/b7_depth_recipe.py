@@ -57,7 +57,9 @@ chance = 25.0  # chance accuracy (%) of the tasks: four answer choices
 taus = [1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3]  # thresholds of the usefulness curve
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/b7_depth_recipe"
+from cod import kernel
+
+figures_dir = kernel.start("b7_depth_recipe", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from dataclasses import replace

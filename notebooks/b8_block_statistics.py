@@ -54,7 +54,9 @@ variants = ["d12", "d16", "d24", "d32"]  # named after the paper's depth; the pr
 heatmap_seed = 0  # the seed whose per-dimension kurtosis is drawn (dimensions do not correspond across seeds)
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/b8_block_statistics"
+from cod import kernel
+
+figures_dir = kernel.start("b8_block_statistics", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 import json

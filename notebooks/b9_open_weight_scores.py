@@ -56,7 +56,10 @@ readme_profile = "default"  # the profile whose timings the README shows
 readme_model = "smollm2-135m"  # the model whose timings the README shows (a 135M decoder)
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/b9_open_weight_scores"
+from cod import kernel
+
+figures_dir = kernel.start("b9_open_weight_scores", profile, figures_dir)  # unset: a folder of its own
+readme = readme if kernel.committed(figures_dir, "b9_open_weight_scores", profile) else ""  # a run by hand leaves it alone
 
 # %%
 import json

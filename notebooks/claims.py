@@ -34,7 +34,10 @@ readme_profile = "default"  # the profile whose results the README shows
 headline_profile = "headline"  # run under it, this notebook writes the README's headline table: both profiles
 
 # %%
-figures_dir = figures_dir or f"{figures_root}/{profile}/claims"
+from cod import kernel
+
+figures_dir = kernel.start("claims", profile, figures_dir)  # unset: a folder of its own
+readme = readme if kernel.committed(figures_dir, "claims", profile) else ""  # a run by hand leaves it alone
 
 # %%
 from pathlib import Path

@@ -81,7 +81,10 @@ min_growth_ratio = 2.0  # test 3
 max_removal_ratio = 0.5  # test 4
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/h0_pilot"
+from cod import kernel
+
+figures_dir = kernel.start("h0_pilot", profile, figures_dir)  # unset: a folder of its own
+readme = readme if kernel.committed(figures_dir, "h0_pilot", profile) else ""  # a run by hand leaves it alone
 
 # %%
 import json

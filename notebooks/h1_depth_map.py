@@ -43,7 +43,9 @@ figures_dir = None  # default: figures/<profile>/h1_depth_map
 early = 0.25  # "early in training": the first validation point at this fraction of the run or later
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/h1_depth_map"
+from cod import kernel
+
+figures_dir = kernel.start("h1_depth_map", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from pathlib import Path

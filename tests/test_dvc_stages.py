@@ -246,3 +246,19 @@ def test_stages_run_as_soon_as_what_they_read_exists_and_a_failure_stops_the_res
     (tmp_path / "dvc.lock").unlink()
     subprocess.run([sys.executable, "-m", "dvc", "commit", "--force", "-q", *ran], cwd=tmp_path, env=env, check=True)
     assert (tmp_path / "dvc.lock").read_text() == recorded and sorted(ran) == ["first", "second", "slow"]
+
+
+def test_no_default_profile_stage_reads_what_a_headline_stage_writes():
+    """`make repro` and an experiment on default-profile stages (`dvc exp run` without -s) reproduce
+    what is upstream of them: never a headline training or measuring stage, whose runs take the
+    headline profile's hours (a0 reads the profile's runs, not the curves stage, which reads both)."""
+    makefile = (ROOT / "Makefile").read_text()
+    patterns = re.search(r"^DEFAULT_STAGES := (.*)$", makefile, flags=re.M).group(1).replace("'", "").split()
+    found = pipeline.resolved_stages()
+    after = pipeline.prerequisites({n: s.outs for n, s in found.items()}, {n: s.deps for n, s in found.items()})
+    reached, frontier = set(), {name for name in found if any(fnmatch(name, p) for p in patterns)}
+    while frontier:
+        reached |= frontier
+        frontier = {before for name in frontier for before in after[name]} - reached
+    assert not {name for name in reached if name.startswith(("train_headline@", "analyse_headline@"))}
+    assert "train@a_130m" in reached and "a0_miniature" in reached

@@ -2,15 +2,18 @@
 notebook's own defaults before anything executes; the help's examples work as written; a missing
 result names the command for the profile asked."""
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
 
-from cod import notebook, stages
+from cod import kernel, notebook, stages
 from cod.config import ConfigError, parse_override
 from cod.ladder import Rung, load_ladder
 from cod.results import run_dirs
@@ -185,3 +188,77 @@ def test_regenerating_every_notebook_refuses_a_job_count_below_one(capsys):
     with pytest.raises(SystemExit):
         notebook.main(["--all", "--jobs", "0"])
     assert "--jobs 0: allowed: a positive integer" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- errors in one line; papermill on its own
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([A4, "-p", "steps_to_show=[0.5, 1.0"], "error: override 'steps_to_show=[0.5, 1.0': the value is not valid YAML"),
+    ([A4, "-p", "shallow_layers", "2"], "error: -p shallow_layers 2: a parameter is one word, KEY=VALUE: "
+                                        "-p shallow_layers=2 (papermill's -p KEY VALUE is two)"),
+    ([A4, "-p", "shallow_layers"], "error: -p shallow_layers: a parameter is one word, KEY=VALUE"),
+])
+def test_a_malformed_parameter_is_one_line_before_anything_runs(argv, message, no_execution, capsys):
+    assert notebook.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1, err
+
+
+def test_papermills_injected_cell_is_read_from_the_kernels_history():
+    """The cell papermill injects follows the cell tagged `parameters`: its names are checked against
+    that cell's defaults; without one (a notebook opened in Jupyter) nothing is checked."""
+    defaults = "profile = 'default'\nshallow_layers = 4  # blocks\nfigures_dir = None\n"
+    history = ["", "import os", defaults, "# Parameters\nprofile = \"default\"\nshalow_layers = 2\n", "x = 1"]
+    assert kernel.injected(history) == (["profile", "shalow_layers"],
+                                        {"profile": "default", "shallow_layers": 4, "figures_dir": None})
+    assert kernel.injected(["", defaults, "x = 1"]) is None
+    assert kernel.ParameterError("notebook 'x' has no parameter 'y'")._render_traceback_() == [
+        "ParameterError: notebook 'x' has no parameter 'y'"]
+
+
+def test_without_figures_dir_a_notebook_writes_to_a_folder_of_its_own(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    folder = kernel.start(A4, "default", None)
+    assert folder == str(tmp_path / "cod" / "default" / A4)
+    assert not kernel.committed(folder, A4, "default")
+    assert kernel.committed(f"figures/default/{A4}", A4, "default")
+    assert kernel.start(A4, "default", "/somewhere") == "/somewhere"
+
+
+CHEAPEST = "a8_other_norms"  # the notebook papermill runs below: a few seconds of cells
+
+
+def papermill_run(tmp_path, *parameters: str) -> subprocess.CompletedProcess:
+    """Plain papermill on notebook CHEAPEST (its source written as .ipynb) from the repository, the
+    system's temporary folder moved to `tmp_path`."""
+    source = tmp_path / f"{CHEAPEST}.ipynb"
+    nbformat.write(notebook.load_source(CHEAPEST), source)
+    command = [str(Path(sys.executable).with_name("papermill")), str(source), str(tmp_path / "out.ipynb"), *parameters]
+    env = {**os.environ, "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(command, cwd=notebook.ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_plain_papermill_leaves_the_committed_results_alone(tmp_path):
+    committed = sorted((notebook.ROOT / "figures" / "default" / CHEAPEST).iterdir())
+    before = {p: p.read_bytes() for p in committed}
+    readme = (notebook.ROOT / "README.md").read_bytes()
+    done = papermill_run(tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = tmp_path / "cod" / "default" / CHEAPEST
+    assert (written / "claims.json").is_file() and list(written.glob("*.png"))
+    assert {p: p.read_bytes() for p in committed} == before
+    assert (notebook.ROOT / "README.md").read_bytes() == readme
+
+
+@pytest.mark.slow
+def test_plain_papermill_stops_at_an_undeclared_parameter_in_one_line(tmp_path):
+    done = papermill_run(tmp_path, "-p", "profle", "default")
+    assert done.returncode != 0
+    line = f"ParameterError: notebook '{CHEAPEST}' has no parameter 'profle'; allowed: "
+    assert line in done.stderr
+    out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    [error] = [o for cell in out.cells for o in cell.get("outputs", []) if o.output_type == "error"]
+    assert len(error.traceback) == 1 and error.traceback[0].startswith(line)
+    assert not (tmp_path / "cod").exists(), "it ran past the check"
