@@ -5,6 +5,7 @@ pipeline would have made (the tokens and tokenizer of the default profile) is ma
 miniature under the same names, so a README that names the wrong file fails.
 """
 
+import codeop
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import pytest
 import torch
 
 from conftest import torchrun
+from cod import analysis
 from cod.data.tokenizer import train_bpe
 from cod.params import load_params
 
@@ -69,6 +71,11 @@ def pipeline_data(tmp_path):
     for split, n in (("train", 40_000), ("val", 70_000)):
         rng.integers(0, vocab, n).astype(np.uint16).tofile(folder / f"{split}.bin")
     (folder / "meta.json").write_text(json.dumps({"dtype": "uint16", "vocab_size": vocab}))
+    raw = tmp_path / "data" / "raw"  # data/raw/bbc.jsonl as `cod.data.snapshot` builds it, in miniature
+    raw.mkdir()
+    articles = [{"id": f"bbc/tech/{i:03d}", "source": "bbc", "split": "val_bbc",
+                 "text": f"Article {i}. " + " ".join(texts[i:i + 40])} for i in range(20)]
+    (raw / "bbc.jsonl").write_text("".join(json.dumps(article) + "\n" for article in articles))
     return tmp_path
 
 
@@ -76,6 +83,7 @@ def test_the_python_blocks_run_as_written_each_on_its_own(pipeline_data, monkeyp
     """Every Python block runs in a fresh namespace: it imports and defines all it uses."""
     torch.manual_seed(0)
     monkeypatch.chdir(pipeline_data)  # relative paths in the blocks resolve to the miniature pipeline data
+    monkeypatch.setattr(analysis, "ROOT", pipeline_data)  # so does the repository's data/raw
     python = blocks("python")
     assert len(python) >= 3
     spaces = []
@@ -86,6 +94,23 @@ def test_the_python_blocks_run_as_written_each_on_its_own(pipeline_data, monkeyp
     assert model_block["out"].states["resid_post.23"].shape == (2, 16, 256)
     assert model_block["ours"].cfg.norm == "lns"
     assert len(scores_block["u"].loss) == 4 and 0 <= scores_block["u"].score <= 1
+    public = next(s for s in spaces if "distances" in s)  # a public model's own vocabulary
+    assert public["x"].max() >= default_vocab() and len(public["distances"]) == len(public["model"].blocks)
+
+
+def test_the_python_blocks_paste_into_the_interpreter():
+    """Pasted line by line into `python`, a block never ends a compound statement without a blank
+    line (the prompt reads a dedented line after an indented one as a syntax error)."""
+    for code in blocks("python"):
+        buffer = []
+        for number, line in enumerate(code.splitlines(), 1):
+            buffer.append(line)
+            try:
+                complete = codeop.compile_command("\n".join(buffer), "<stdin>", "single")
+            except SyntaxError as error:
+                pytest.fail(f"README block line {number} ({line!r}) does not paste into python: {error.msg}")
+            if complete is not None:
+                buffer = []
 
 
 def _run(words: list[str], out: Path, data: Path, *extra: str) -> None:
