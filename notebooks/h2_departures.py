@@ -48,7 +48,9 @@ deep_layers = 4  # the last blocks, counted as deep (a4_variance_dynamics's spli
 warmup_fraction = 0.1  # the recipe's warmup, as a fraction of training (paper A's 2,000 of 20,000 steps)
 
 # %%
-figures_dir = figures_dir or f"figures/{profile}/h2_departures"
+from cod import kernel
+
+figures_dir = kernel.start("h2_departures", profile, figures_dir)  # unset: a folder of its own
 
 # %%
 from functools import partial
