@@ -19,6 +19,7 @@ without parsing files:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Hashable, Mapping, Sequence
@@ -166,6 +167,13 @@ class Ladder:
         column = "affine_rise_authors" if authors else "affine_rise"
         return {label: self.layers[self.layers["rung"] == label].groupby("seed")[column].max()
                 for label in (self.labels if labels is None else labels)}
+
+    def share_step(self, labels: Sequence[str] | None = None) -> float:
+        """The lattice step of a difference of shares of layers (usefulness E / L) between rungs `labels`
+        (default: every rung): a share of L layers moves in steps of 1 / L, a difference of two in
+        steps of 1 / lcm of their depths."""
+        depths = self.layers[self.layers["rung"].isin(self.labels if labels is None else labels)]
+        return 1 / math.lcm(*(int(d) for d in depths.groupby("rung")["layer"].max()))
 
     def authors_fit_lacks(self, labels: Sequence[str] | None = None) -> str | None:
         """Why a claim under the authors' usefulness fit cannot be judged on rungs `labels` (default:

@@ -72,6 +72,7 @@ class Definition:
     source: str
     departs: bool
     why: str
+    numbers: Mapping[str, float] | None = None  # the numbers the definition fixes, for the code that applies it
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def _keys(cls: type, optional: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[
 CLAIM_REQUIRED, CLAIM_ALLOWED = _keys(ClaimEntry, ("why_ours", "note", "planned", "headline", "premise", "margin",
                                                    "free_choices"))
 FREE_CHOICE_KEYS = ("value", "neighbours", "why")
-DEFINITION_REQUIRED, DEFINITION_ALLOWED = _keys(Definition, ())
+DEFINITION_REQUIRED, DEFINITION_ALLOWED = _keys(Definition, ("numbers",))
 DEPARTURE_REQUIRED, DEPARTURE_ALLOWED = _keys(Departure, ("untested_why",))
 
 
@@ -127,14 +128,14 @@ def _flag(where: str, key: str, value: Any) -> bool:
     return value
 
 
-def _numbers(where: str, value: Any) -> Mapping[str, float] | None:
+def _numbers(where: str, value: Any, key: str = "paper_numbers") -> Mapping[str, float] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping) or not value:
-        raise RegistryError(f"{where}: 'paper_numbers' must be a non-empty mapping or null, got {value!r}")
+        raise RegistryError(f"{where}: {key!r} must be a non-empty mapping or null, got {value!r}")
     for name, number in value.items():
         if not isinstance(name, str) or isinstance(number, bool) or not isinstance(number, int | float):
-            raise RegistryError(f"{where}: 'paper_numbers' entry {name!r}: {number!r} is not a number")
+            raise RegistryError(f"{where}: {key!r} entry {name!r}: {number!r} is not a number")
     return MappingProxyType({name: float(number) for name, number in value.items()})
 
 
@@ -232,6 +233,7 @@ def definitions(path: str | Path = DEFAULT_PATH) -> dict[str, Definition]:
         where = f"definition {name!r}"
         _check_keys(where, entry, DEFINITION_REQUIRED, DEFINITION_ALLOWED)
         out[name] = Definition(name=name, departs=_flag(where, "departs", entry["departs"]),
+                               numbers=_numbers(where, entry.get("numbers"), "numbers"),
                                **{key: _text(where, key, entry[key]) for key in ("ours", "source", "why")})
     return out
 

@@ -128,7 +128,7 @@ def power_summary(table: pd.DataFrame) -> pd.DataFrame:
     counts = pd.crosstab(inconclusive["source"].map(SOURCES), classes).reindex(
         index=list(SOURCES.values()), columns=list(POWER_CLASSES), fill_value=0)
     counts["inconclusive"] = counts.sum(axis=1)
-    return counts.rename_axis(index=None, columns=None)
+    return counts.rename_axis(index="claims", columns=None)
 
 
 def robustness_summary(table: pd.DataFrame) -> dict[str, int]:

@@ -247,7 +247,7 @@ def power_text(verdict: Verdict) -> str:
     if verdict.n is None or verdict.n < 2 or verdict.effect is None:
         return "too few seeds to size the design's power"
     if verdict.power_effect is None:
-        return "the seeds tie exactly: no spread to size the design's power"
+        return "no seed spread to size the design's power"
     fmt = _fmt(verdict.scale)
     if verdict.margin is not None:
         return (f"80% power to show equivalence within {_margin_text(replace(verdict, margin=verdict.power_effect))}"
@@ -689,21 +689,20 @@ def _choice_text(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def robustness(verdict: str, neighbours: Mapping[str, Mapping[Any, str]], used: Mapping[str, Any],
+def robustness(verdict: str, neighbours: Mapping[str, Sequence[tuple[Any, str]]], used: Mapping[str, Any],
                registered_values: Mapping[str, Any]) -> str:
     """'robust to deep_layers (3, 5)' or 'depends on deep_layers (3: reproduced)': the verdicts at
-    each free choice's neighbouring values (`neighbours`: name -> value -> verdict) against
+    each free choice's neighbouring values (`neighbours`: name -> [(value, verdict), ...]) against
     `verdict`; a choice used at a value other than the registered one is named."""
-    moved = {name: {value: other for value, other in at.items() if other != verdict}
-             for name, at in neighbours.items()}
+    moved = {name: [(value, other) for value, other in at if other != verdict] for name, at in neighbours.items()}
     moved = {name: at for name, at in moved.items() if at}
     if moved:
         text = "depends on " + "; ".join(
-            f"{name} ({', '.join(f'{_choice_text(value)}: {other}' for value, other in at.items())})"
+            f"{name} ({', '.join(f'{_choice_text(value)}: {other}' for value, other in at)})"
             for name, at in moved.items())
     else:
         text = "robust to " + " and ".join(
-            f"{name} ({', '.join(_choice_text(value) for value in at)})" for name, at in neighbours.items())
+            f"{name} ({', '.join(_choice_text(value) for value, _ in at)})" for name, at in neighbours.items())
     off = [f"{name}={_choice_text(value)} (registered {_choice_text(registered_values[name])})"
            for name, value in used.items() if value != registered_values[name]]
     return text + (f"; judged at {', '.join(off)}" if off else "")
@@ -746,7 +745,8 @@ class Claims:
         """The value of free choice `name` claim `id_` is judged at: the notebook's (`choices`), else the registry's."""
         choices = self.entry(id_).free_choices or {}
         if name not in choices:
-            raise KeyError(f"claim {id_!r} registers no free choice {name!r}; registered: {', '.join(choices) or 'none'}")
+            registered_names = ", ".join(choices) or "none"
+            raise KeyError(f"claim {id_!r} registers no free choice {name!r}; registered: {registered_names}")
         return self.choices.get(name, choices[name].value)
 
     def _judge(self, entry: ClaimEntry, verdict: Verdict | str | Judge, premise: Verdict | str | Judge | None,
@@ -767,7 +767,7 @@ class Claims:
         if (entry.premise is None) != (premise is None):
             raise ValueError(f"claim {id_!r}: the registry {'states a' if entry.premise else 'states no'} premise; "
                              f"pass premise= {'its verdict' if entry.premise else 'only with one'}")
-        if bool(entry.free_choices) != callable(verdict):
+        if not isinstance(verdict, str) and bool(entry.free_choices) != callable(verdict):
             names = ", ".join(entry.free_choices or {}) or "none"
             raise ValueError(f"claim {id_!r}: registered free choices: {names}; pass its verdict as a function of "
                              f"them exactly when it has some")
@@ -800,8 +800,8 @@ class Claims:
             neighbours = {}
             for name, choice in entry.free_choices.items():  # the registered value and its neighbours, but the one used
                 others = [value for value in (choice.value, *choice.neighbours) if value != used[name]]
-                at = {value: self._judge(entry, verdict, premise, {**used, name: value}) for value in others}
-                neighbours[name] = {value: v.verdict if isinstance(v, Verdict) else NOT_RUN for value, v in at.items()}
+                at = [(value, self._judge(entry, verdict, premise, {**used, name: value})) for value in others]
+                neighbours[name] = [(value, v.verdict if isinstance(v, Verdict) else NOT_RUN) for value, v in at]
             extra["robustness"] = robustness(result.verdict, neighbours, used, registered_values)
         shown = premise(**used) if callable(premise) else premise
         if entry.premise is not None and isinstance(shown, Verdict):

@@ -59,6 +59,7 @@ analyses = ["a_130m", "a_250m"]  # analyses/<profile>/<name>/<variant>_s<seed>/l
 analyses_root = "analyses"
 runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a2_pre_vs_post_ln
+deep_share = 0.5  # the deep blocks' share of the model: a registered free choice, judged again at its neighbours
 
 # %%
 from cod import kernel
@@ -66,6 +67,7 @@ from cod import kernel
 figures_dir = kernel.start("a2_pre_vs_post_ln", profile, figures_dir)  # unset: a folder of its own
 
 # %%
+import functools
 from functools import partial
 from pathlib import Path
 
@@ -94,19 +96,31 @@ sizes = list(layers)
 # `cod.compare`). A failed run's layers are still shown, but its row says so.
 
 # %%
-def measure(a):
-    """A run's statistics over its deep half (blocks L/2 + 1 .. L) and shallow half, and its per-layer values."""
+def measure(a, deep_share: float = deep_share):
+    """A run's statistics over its deep blocks (the last `deep_share` of them; a half: blocks L/2 + 1 .. L) and the
+    shallow rest, and its per-layer values."""
     n = len(a.variance)
     adjacent = adjacent_distances(a.angular)  # d(h_{l-1}, h_l): block l's input against its output
     drop = a.removal.loss_increase
-    deep = np.arange(1, n + 1) > n // 2
+    first_deep = n - round(deep_share * n)  # blocks first_deep + 1 .. n are deep
+    deep = np.arange(1, n + 1) > first_deep
     statistics = {"adjacent_deep": adjacent[deep].mean(), "adjacent_shallow": adjacent[~deep].mean(),
                   "drop_deep": drop[deep].mean(), "drop_shallow": drop[~deep].mean(),
-                  "drop_deep_before_last": drop[n // 2:-1].mean(), "drop_shallow_after_first": drop[1:n // 2].mean()}
+                  "drop_deep_before_last": drop[first_deep:-1].mean(),
+                  "drop_shallow_after_first": drop[1:first_deep].mean()}
     return statistics, {"adjacent_distance": adjacent, "loss_increase": drop}
 
 
-runs = norm_tables(layers, VARIANTS, measure, load_size_sweep(experiments, Path(runs_root) / profile))
+sweep = load_size_sweep(experiments, Path(runs_root) / profile)
+
+
+@functools.cache
+def runs_at(deep_share: float):
+    """The per-run and per-layer tables with the deep blocks the last `deep_share` of each model's."""
+    return norm_tables(layers, VARIANTS, partial(measure, deep_share=deep_share), sweep)
+
+
+runs = runs_at(deep_share)
 runs.save(figures_dir)
 table, per_layer = runs.per_run, runs.per_layer
 display(table.round(4))
@@ -166,38 +180,56 @@ display(table.pivot_table(index=["size", "seed"], columns="norm", values=summary
 display(table.groupby(["size", "norm"])[summary].agg(spread))
 
 
-claims = Claims("A", profile, sorted(int(s) for s in table["seed"].unique()))
+claims = Claims("A", profile, sorted(int(s) for s in table["seed"].unique()), choices={"deep_share": deep_share})
 by_size = SizeClaims(claims, "a2", "Fig. 3 / section 2.2")
 for name in sizes:
     size = size_label(name)
-    pre, post = partial(runs.per_seed, name, "Pre-LN"), partial(runs.per_seed, name, "Post-LN")
+
+    def pre(column: str, deep_share: float, name=name):
+        return runs_at(deep_share).per_seed(name, "Pre-LN", column)
+
+    def post(column: str, deep_share: float, name=name):
+        return runs_at(deep_share).per_seed(name, "Post-LN", column)
+
     by_size.add(size, "adjacent-distance-deep",
         "deep-half layers are more similar to their neighbour (lower adjacent angular distance) under Pre-LN "
         "than under Post-LN",
         "Fig. 3 a-b (130M): Pre-LN's distance falls with depth to highly similar deep layers; Post-LN's deep "
-        "layers distinct", f"mean d(x^l, x^(l+1)) over the deep half: Pre-LN {spread(pre('adjacent_deep'))}, "
-                           f"Post-LN {spread(post('adjacent_deep'))}",
-        compare(pre("adjacent_deep"), post("adjacent_deep")))
+        "layers distinct",
+        lambda deep_share, pre=pre, post=post: f"mean d(x^l, x^(l+1)) over the deep {deep_share:g}: Pre-LN "
+                                              f"{spread(pre('adjacent_deep', deep_share))}, Post-LN "
+                                              f"{spread(post('adjacent_deep', deep_share))}",
+        lambda deep_share, pre=pre, post=post: compare(pre("adjacent_deep", deep_share),
+                                                       post("adjacent_deep", deep_share)))
     by_size.add(size, "removal-deep",
         "removing a deep-half layer costs less under Pre-LN than under Post-LN",
         "Fig. 3 c-d (130M, ARC-e drop): negligible for Pre-LN layers after the first; Post-LN's deep layers critical",
-        f"mean loss increase (nats) over the deep half: Pre-LN {spread(pre('drop_deep'))}, "
-        f"Post-LN {spread(post('drop_deep'))} (without block L: Pre-LN {spread(pre('drop_deep_before_last'))}, "
-        f"Post-LN {spread(post('drop_deep_before_last'))})",
-        compare(pre("drop_deep"), post("drop_deep"), scale="difference"))
+        lambda deep_share, pre=pre, post=post: (
+            f"mean loss increase (nats) over the deep {deep_share:g}: Pre-LN {spread(pre('drop_deep', deep_share))}, "
+            f"Post-LN {spread(post('drop_deep', deep_share))} (without block L: Pre-LN "
+            f"{spread(pre('drop_deep_before_last', deep_share))}, Post-LN "
+            f"{spread(post('drop_deep_before_last', deep_share))})"),
+        lambda deep_share, pre=pre, post=post: compare(pre("drop_deep", deep_share), post("drop_deep", deep_share),
+                                                       scale="difference"))
     by_size.add(size, "preln-deep-cheaper",
         "under Pre-LN, removing a deep-half layer costs less than removing a shallow-half layer",
         "Fig. 3d (130M): removing most layers after the first costs negligibly (and Fig. 2 for open-weight Pre-LN)",
-        f"Pre-LN mean loss increase (nats): deep half {spread(pre('drop_deep'))}, shallow half "
-        f"{spread(pre('drop_shallow'))} (shallow half without block 1: {spread(pre('drop_shallow_after_first'))})",
-        compare(pre("drop_deep"), pre("drop_shallow"), scale="difference"))
+        lambda deep_share, pre=pre: (
+            f"Pre-LN mean loss increase (nats): deep {deep_share:g} {spread(pre('drop_deep', deep_share))}, shallow "
+            f"rest {spread(pre('drop_shallow', deep_share))} (without block 1: "
+            f"{spread(pre('drop_shallow_after_first', deep_share))})"),
+        lambda deep_share, pre=pre: compare(pre("drop_deep", deep_share), pre("drop_shallow", deep_share),
+                                            scale="difference"))
     by_size.add(size, "postln-deep-costlier",
         "under Post-LN, removing a deep-half layer costs more than removing a shallow-half layer",
         "Fig. 3c (130M): removing early Post-LN layers costs little, deep layers are critical",
-        f"Post-LN mean loss increase (nats): deep half {spread(post('drop_deep'))}, shallow half "
-        f"{spread(post('drop_shallow'))} (deep half without block L: {spread(post('drop_deep_before_last'))}; "
-        f"shallow half without block 1: {spread(post('drop_shallow_after_first'))})",
-        compare(post("drop_shallow"), post("drop_deep"), scale="difference"))
+        lambda deep_share, post=post: (
+            f"Post-LN mean loss increase (nats): deep {deep_share:g} {spread(post('drop_deep', deep_share))}, shallow "
+            f"rest {spread(post('drop_shallow', deep_share))} (deep without block L: "
+            f"{spread(post('drop_deep_before_last', deep_share))}; shallow without block 1: "
+            f"{spread(post('drop_shallow_after_first', deep_share))})"),
+        lambda deep_share, post=post: compare(post("drop_shallow", deep_share), post("drop_deep", deep_share),
+                                              scale="difference"))
 display(claims.save(figures_dir))
 
 # %% [markdown]

@@ -236,10 +236,11 @@ text = [
 display(Markdown("\n\n".join(text)))
 
 # %% [markdown]
-# A reading that fits this notebook and `a10_layer_effectiveness_lns`, not tested here: with
+# A reading, not tested here, for where the verdicts above find LNS behind another method: with
 # few optimiser steps, methods that start each block close to the identity and let it grow
-# (LayerScale's small gains, SkipInit's 1/sqrt(L)) train fastest, while LNS's 1/sqrt(l)
-# shrinks what deep blocks see for the whole run, and their weights have too few steps to
-# make up for it. OLMo's initialisation draws input projections at std 1/sqrt(d), large at
-# width 24, so the OLMo-initialised model starts far from the others; the comparison is a
-# stand-in for Table 3's OLMo-1B, not a measurement of it.
+# (LayerScale's small gains, SkipInit's 1/sqrt(L)) may train faster, while LNS's 1/sqrt(l)
+# shrinks what deep blocks see for the whole run, and their weights may have too few steps to
+# make up for it (`a10_layer_effectiveness_lns` shows what each block does). OLMo's
+# initialisation draws input projections at std 1/sqrt(d), large at a miniature's width, so the
+# OLMo-initialised model starts far from the others; the comparison is a stand-in for Table 3's
+# OLMo-1B, not a measurement of it.

@@ -109,14 +109,32 @@ def tally(claims: pd.DataFrame) -> str:
 
 replication = paper_claims[paper_claims["verdict"].isin(REPLICATION)]
 theory = paper_claims[~paper_claims["verdict"].isin(REPLICATION)]
+powered = scoreboard.power_summary(table)  # the inconclusives, by what their design could have seen
+powered.to_csv(out / "inconclusive_by_power.csv")
+robust = scoreboard.robustness_summary(table)
 lines = [
     f"**{len(table)} claims judged** on the `{profile}` profile. **{len(paper_claims)} are the papers' claims**: "
     f"{len(replication)} replication claims ({tally(replication)}) and {len(theory)} theory checks. "
     f"**{len(our_readings)} are readings of ours**, tallied apart ({tally(our_readings)}, "
     f"{len(our_readings) - our_readings['verdict'].isin(REPLICATION).sum()} theory checks). A claim is decided by a "
-    f"95% confidence interval over seeds (false-decisive rate 5%, measured in tests/test_verdicts.py); "
-    f"'beyond reach' names a floor the miniature sits at (chance accuracy, no useful block, uniform attention).",
+    f"95% confidence interval over seeds (false-decisive rate 5%, measured in tests/test_verdicts.py, ties and "
+    f"lattice statistics included); an equivalence claim by two one-sided tests at a registered margin; 'beyond "
+    f"reach' names a floor the miniature sits at (chance accuracy, no useful block, uniform attention) or a premise "
+    f"the baseline does not show.",
     "",
+    f"An inconclusive claim is set against the smallest effect its design detects with 80% power (seed spread and "
+    f"n as observed): of the papers' {int(powered.loc[scoreboard.SOURCES['paper'], 'inconclusive'])} inconclusive "
+    f"claims, {int(powered.loc[scoreboard.SOURCES['paper'], scoreboard.POWER_CLASSES[0]])} were powered to see the "
+    f"paper's effect and {int(powered.loc[scoreboard.SOURCES['paper'], scoreboard.POWER_CLASSES[1]])} were not "
+    f"({int(powered.loc[scoreboard.SOURCES['paper'], scoreboard.POWER_CLASSES[2]])} with no paper effect or no seed "
+    f"spread to size it); of ours, {int(powered.loc[scoreboard.SOURCES['ours'], scoreboard.POWER_CLASSES[0]])} and "
+    f"{int(powered.loc[scoreboard.SOURCES['ours'], scoreboard.POWER_CLASSES[1]])} "
+    f"({int(powered.loc[scoreboard.SOURCES['ours'], scoreboard.POWER_CLASSES[2]])} unknown). "
+    f"{robust['with free choices']} claims rest on a free choice of the analysis (a layer group, a window, a "
+    f"threshold), each judged again at the neighbouring values: {robust['depends on one']} change verdict there "
+    f"(their rows name the choice).",
+    "",
+    scoreboard.markdown(powered),
     "The papers' claims:",
     "",
     scoreboard.markdown(by_paper.rename(index={"A": "paper A", "B": "paper B"})),
@@ -151,8 +169,9 @@ if profile == headline_profile:
     headline = scoreboard.headline_markdown(miniature, table, ids, (readme_profile, profile))
     judged = sum(len(rows) > 0 for _, _, rows in scoreboard.headline_pairs(miniature, table, ids))
     headline = (f"{judged} of the {len(ids)} headline claims judged on the `{profile}` profile so far, each beside "
-                f"its verdict on the `{readme_profile}` miniature (the effect, its 95% interval and the paper's "
-                f"effect in brackets):\n\n{headline}")
+                f"its verdict on the `{readme_profile}` miniature (in brackets the effect, named by what it divides or "
+                f"subtracts, or per rung of a ladder, or against the value it is set against; its 95% interval; the "
+                f"paper's effect taken the same way):\n\n{headline}")
     (out / "headline.md").write_text(headline)
     display(Markdown(headline))
     if scoreboard.update_readme(readme, headline, scoreboard.HEADLINE_MARKERS):

@@ -213,3 +213,13 @@ def test_the_authors_usefulness_is_read_where_measured(tmp_path, analysis):
     assert np.isnan(ladder.by_seed("usefulness_authors").loc["B", 0])
     rises = ladder.largest_rise(["A"], authors=True)["A"]
     assert rises.loc[0] == pytest.approx(analysis.usefulness_authors.relative_increase.max())
+
+
+def test_a_share_of_layers_moves_in_steps_of_one_over_the_depth(tmp_path, analysis):
+    for name in ("a_s0", "b_s0"):
+        write_run(tmp_path, "exp", name)
+        save_layers(analysis, tmp_path / "analyses" / "exp" / name)  # 3 layers each
+    ladder = load_ladder([Rung("A", "exp", "a"), Rung("B", "exp", "b")], tmp_path / "runs", tmp_path / "analyses")
+    assert ladder.share_step() == pytest.approx(1 / 3)
+    ladder.layers = pd.concat([ladder.layers, ladder.layers[ladder.layers["rung"] == "B"].assign(layer=4)])
+    assert ladder.share_step() == pytest.approx(1 / 12) and ladder.share_step(["A"]) == pytest.approx(1 / 3)

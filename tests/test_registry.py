@@ -48,15 +48,17 @@ def registry() -> dict[str, ClaimEntry]:
     return load_registry()
 
 
-def committed_claims() -> dict[str, tuple[str, dict]]:
-    """id -> (notebook, row) of every claim in the committed figures/default/<notebook>/claims.json."""
+def committed_claims(profiles: tuple[str, ...] = ("default",)) -> dict[str, tuple[str, dict]]:
+    """id -> (notebook, row) of every claim in the committed figures/<profile>/<notebook>/claims.json of `profiles`."""
     found = {}
-    for path in sorted((ROOT / "figures" / "default").glob("*/claims.json")):
-        if path.parent.name == "claims":  # the closing notebook's gathered table, not a notebook's own
-            continue
-        for row in json.loads(path.read_text()):
-            assert row["id"] not in found, f"claim id {row['id']} written by two notebooks"
-            found[row["id"]] = (path.parent.name, row)
+    for profile in profiles:
+        for path in sorted((ROOT / "figures" / profile).glob("*/claims.json")):
+            if path.parent.name == "claims":  # the closing notebook's gathered table, not a notebook's own
+                continue
+            for row in json.loads(path.read_text()):
+                known = found.get(row["id"])
+                assert known is None or known[0] == path.parent.name, f"claim id {row['id']} written by two notebooks"
+                found[row["id"]] = (path.parent.name, row)
     return found
 
 
@@ -70,7 +72,7 @@ def test_registry_loads_and_splits(registry):
 
 
 def test_every_committed_claim_is_registered_and_back(registry):
-    committed = committed_claims()
+    committed = committed_claims(("default", "headline"))  # a claim judged at the headline profile only counts too
     assert set(committed) - set(registry) == set(), "claims.json ids missing from the registry"
     orphans = {id_ for id_, entry in registry.items() if id_ not in committed and not entry.planned}
     assert orphans == set(), "registry entries no notebook writes (mark them planned: true)"
@@ -112,14 +114,50 @@ def test_a10_threshold_names_its_scale(registry):
         assert entry.ours == (size == "250m")
 
 
-def test_b3_variance_uses_the_decay_matched_rungs(registry):
-    variance = registry["b3-variance-falls-with-lambda"]
-    assert {"b_weight_decay/wd20", "b_weight_decay/wd60"} <= set(variance.runs)
-    for lam in ("20", "60"):
-        assert set(registry[f"b3-collapse-at-matched-decay:{lam}"].runs) <= set(variance.runs)
+def test_b3_claims_resting_on_the_decay_mapping_are_ours(registry):
+    """The paper's claims are judged on its own lambda values; the decay-matched rungs (wd20, wd60), which stand for
+    its lambda = 3 only through cod's mapping (definition weight_decay_mapping), enter readings of ours alone."""
+    matched = {"b_weight_decay/wd20", "b_weight_decay/wd60"}
+    mapped = registry["b3-variance-falls-with-lambda:matched-decay"]
+    assert matched <= set(mapped.runs) and mapped.ours
     for id_, entry in registry.items():
         if entry.notebook == "b3_weight_decay":
             assert entry.runs, id_
+            assert entry.ours or not matched & set(entry.runs), f"{id_} rests on the mapping, tallied as the paper's"
+    for lam in ("20", "60"):
+        collapse = registry[f"b3-collapse-at-matched-decay:{lam}"]
+        assert collapse.ours and "weight_decay_mapping" in collapse.why_ours and set(collapse.runs) <= set(mapped.runs)
+    numbers = definitions()["weight_decay_mapping"].numbers
+    assert numbers == {f"paper decay exponent per unit lambda ({end})": value for end, value in (("low", 2.1), ("high", 6.3))}
+
+
+def test_premises_margins_and_free_choices_are_fixed_in_the_registry(registry):
+    growth = registry["a4-lns-suppresses-growth"]
+    assert "not above its value after warmup" in growth.premise and "a4-deep-variance-grows" in growth.premise
+    assert not registry["a4-lns-caps-variance"].premise  # the level at the end is judged as it stands
+    assert registry["a11-after-branch-caps-variance"].premise
+    for size in ("130m", "250m"):
+        deepnorm = registry[f"a5-deepnorm-vs-pre-ln-{size}"]
+        assert deepnorm.margin == pytest.approx(A_TABLE1["250M"]["DeepNorm"] / A_TABLE1["250M"]["Pre-LN"], abs=5e-4)
+        assert "comparabl" in deepnorm.claim
+    assert registry["a4-shallow-flat"].free_choices["shallow_layers"].value == 4
+    assert registry["a4-shallow-flat"].free_choices["shallow_layers"].neighbours == (3, 5)
+    for entry in registry.values():
+        for name, choice in (entry.free_choices or {}).items():
+            assert choice.value not in choice.neighbours and choice.why, (entry.id, name)
+        assert entry.margin is None or entry.margin > 1, entry.id
+
+
+def test_a_malformed_premise_margin_or_free_choice_is_rejected():
+    good = yaml.safe_load(DEFAULT_PATH.read_text())["claims"]["a8-admin-worse"]
+    with pytest.raises(RegistryError, match="'margin' must be a positive number"):
+        parse_claim("x", {**good, "margin": -1})
+    with pytest.raises(RegistryError, match="'premise' must be a non-empty string"):
+        parse_claim("x", {**good, "premise": ""})
+    with pytest.raises(RegistryError, match="free choice 'k': 'neighbours' must be a non-empty list of values other"):
+        parse_claim("x", {**good, "free_choices": {"k": {"value": 4, "neighbours": [4], "why": "a third"}}})
+    with pytest.raises(RegistryError, match="free choice 'k': missing key 'why'"):
+        parse_claim("x", {**good, "free_choices": {"k": {"value": 4, "neighbours": [3]}}})
 
 
 def test_malformed_entries_are_rejected_with_the_key():
@@ -222,8 +260,10 @@ def test_paper_numbers_agree_with_the_papers_tables(registry):
 
 def test_definitions(registry):
     defs = definitions()
-    assert set(defs) == {"admin", "group_ln", "moe_balance_loss", "lns_single_branch"}
+    assert set(defs) == {"admin", "group_ln", "moe_balance_loss", "lns_single_branch", "usefulness",
+                         "usefulness_authors", "weight_decay_mapping"}
     assert defs["admin"].departs and defs["group_ln"].departs and not defs["moe_balance_loss"].departs
+    assert defs["usefulness"].departs and "transpose" in defs["usefulness"].source  # the authors' script, not the paper
     for definition in defs.values():
         assert definition.ours and definition.source and definition.why
 

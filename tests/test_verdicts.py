@@ -673,8 +673,11 @@ def test_free_choices_are_judged_at_their_neighbours(registered):
         claims.add("x-win", "Table 1", "", "", judge)
     with pytest.raises(KeyError, match="registers no free choice 'j'"):
         claims.choice("x-choice", "j")
-    assert robustness("reproduced", {"a": {1: "reproduced"}, "b": {0.5: "inconclusive"}}, {"a": 2, "b": 1.0},
+    assert robustness("reproduced", {"a": [(1, "reproduced")], "b": [(0.5, "inconclusive")]}, {"a": 2, "b": 1.0},
                       {"a": 2, "b": 1.0}) == "depends on b (0.5: inconclusive)"
+    windows = [([0.05, 0.25], "reproduced"), ([0.15, 0.35], "reproduced")]  # a choice may be a list (a window)
+    assert robustness("reproduced", {"w": windows}, {"w": [0.1, 0.3]}, {"w": [0.1, 0.3]}) == (
+        "robust to w ([0.05, 0.25], [0.15, 0.35])")
 
 
 def test_an_inconclusive_row_states_its_power(registered):
