@@ -24,7 +24,7 @@ from matplotlib.lines import Line2D
 
 from cod.config import run_config_from_dict
 from cod.data.loader import open_tokens
-from cod.plots import loss_curves, paper_axis
+from cod.plots import loss_curves, paper_line
 from cod.results import load_final
 
 
@@ -156,61 +156,71 @@ def ppl_table(sweep: pd.DataFrame, rows: dict[str, str], paper: pd.DataFrame | N
     return pd.DataFrame(columns, index=list(rows))
 
 
-def ppl_dots(ax, sweep: pd.DataFrame, rows: dict[str, str], paper: pd.Series | None = None) -> None:
+def ppl_dots(ax, sweep: pd.DataFrame, rows: dict[str, str], paper: pd.Series | None = None,
+             reference: str = "Pre-LN") -> None:
     """Final validation perplexity of {label: variant} in `sweep` (one size; `failed` marked by
-    `mark_failed`): a dot per seed, a bar at the mean of the seeds that did not fail, and, in a
-    band kept free at the top of the axis, a cross with 'failed k/n' for failed seeds. The paper's
-    values (`paper`, by label) go on their own axis (`cod.plots.paper_axis`); one above 1000 or
-    not a number (a diverged run) is left off that axis and written as 'paper: diverged' in the
-    top band."""
+    `mark_failed`) as a ratio to the `reference` row's (the mean of its seeds that did not fail): a
+    dot per seed, a bar at the mean of the seeds that did not fail, and, in a band kept free at the
+    top of the axis, a cross with 'failed k/n' for failed seeds. The paper's values (`paper`, by
+    label) go on the same axis as ratios to its own `reference` value: two models far apart in
+    training compared by where each row stands against its baseline. A paper value above 1000 or
+    not a number (a diverged run) is left off and written as 'paper: diverged' in the top band."""
+    if reference not in rows:
+        raise ValueError(f"reference={reference!r} is not a row; allowed: {', '.join(rows)}")
+
+    def finished(variant: str) -> tuple[pd.Series, pd.Series]:
+        values = by_seed(sweep, variant).dropna()
+        return values, values[~_failed(values, by_seed(sweep, variant, "failed"))]
+
+    base = finished(rows[reference])[1].mean()
     x = np.arange(len(rows))
     notes = [[] for _ in rows]
     for i, (color, variant) in enumerate(zip(plt.cm.tab10.colors, rows.values())):
-        values = by_seed(sweep, variant).dropna()
-        finite = values[~_failed(values, by_seed(sweep, variant, "failed"))]
-        ax.scatter(np.full(len(finite), i), finite, color=color, s=18, zorder=3)
+        values, finite = finished(variant)
+        ax.scatter(np.full(len(finite), i), finite / base, color=color, s=18, zorder=3)
         if len(finite):
-            ax.hlines(finite.mean(), i - 0.3, i + 0.3, color=color, linewidth=2)
+            ax.hlines(finite.mean() / base, i - 0.3, i + 0.3, color=color, linewidth=2)
         if len(finite) < len(values):
             ax.scatter([i], [0.965], marker="x", color=color, transform=ax.get_xaxis_transform(), zorder=3)
             notes[i].append(f"failed {len(values) - len(finite)}/{len(values)}")
-    ax.set_ylabel("validation perplexity (ours)")
+    ax.axhline(1, color="0.6", linewidth=0.8)
+    ax.set_ylabel(f"validation perplexity / {reference}'s\n(below 1: lower, better)")
     ax.set_xticks(x, list(rows), rotation=30, ha="right", rotation_mode="anchor")
     ax.set_xlim(-0.6, len(rows) - 0.4)
-    axes = [ax]
     if paper is not None:
         given = pd.Series([paper.get(label) for label in rows])
         numbers = pd.to_numeric(given, errors="coerce")
         diverged = (given.notna() & (numbers.isna() | (numbers > 1000))).to_numpy()
-        axes.append(paper_axis(ax, x, numbers.where(~diverged).to_numpy(float), "perplexity (paper)"))
+        own = numbers[list(rows).index(reference)]
+        if not diverged[list(rows).index(reference)] and pd.notna(own):
+            paper_line(ax, x, (numbers / own).where(~diverged).to_numpy(float), "paper")
         for i in np.flatnonzero(diverged):
             notes[i].append("paper:\ndiverged")
-    if any(notes):
-        for a in axes:  # keep the top 20% of both axes free for the notes
-            low, high = a.get_ylim()
-            a.set_ylim(low, high + 0.25 * (high - low))
+    if any(notes):  # keep the top 20% of the axis free for the notes
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high + 0.25 * (high - low))
         for i, note in enumerate(notes):
             if note:
                 ax.text(x[i], 0.93, "\n".join(note), transform=ax.get_xaxis_transform(), ha="center", va="top",
                         fontsize=7, color="0.3")
 
 
-def ppl_dots_legend(target, paper: str, **legend_kwargs):
-    """One legend for `ppl_dots`'s marks on both its axes (a seed, the mean, the paper's value
-    labelled `paper`), in neutral colours since each row has its own; `target` is the axis or
-    figure that holds it. Returns the legend."""
+def ppl_dots_legend(target, paper: str, reference: str = "Pre-LN", **legend_kwargs):
+    """One legend for `ppl_dots`'s marks (a seed, the mean, the paper's value labelled `paper`), each
+    a ratio to the `reference` row's, in neutral colours since each row has its own; `target` is the
+    axis or figure that holds it. Returns the legend."""
     handles = [
-        Line2D([], [], color="0.3", marker="o", linestyle="none", markersize=5, label="ours: a seed (left axis)"),
-        Line2D([], [], color="0.3", linewidth=2, label="ours: mean of the seeds that did not fail (left axis)"),
-        Line2D([], [], color="0.45", linestyle="--", marker="s", markersize=3, label=f"{paper} (right axis)"),
+        Line2D([], [], color="0.3", marker="o", linestyle="none", markersize=5, label="ours: a seed"),
+        Line2D([], [], color="0.3", linewidth=2, label="ours: mean of the seeds that did not fail"),
+        Line2D([], [], color="0.45", linestyle="--", marker="s", markersize=3, label=f"{paper}, / its {reference}"),
     ]
     return target.legend(handles=handles, **legend_kwargs)
 
 
 def ppl_and_loss(sweep: pd.DataFrame, history: pd.DataFrame, rows: dict[str, str], paper: pd.Series, paper_label: str,
                  height: float = 4.2):
-    """Two panels for the rows {label: variant} of one size: final perplexity (`ppl_dots`, the
-    paper's values on their own axis, labelled `paper_label` in one legend below) and training loss
+    """Two panels for the rows {label: variant} of one size: final perplexity relative to Pre-LN's
+    (`ppl_dots`, the paper's likewise, labelled `paper_label` in one legend below) and training loss
     (`cod.plots.loss_curves` of `history` over 5 logged steps, cut at the median loss + 1).
     Returns the figure and its two axes."""
     fig, (ax_ppl, ax) = plt.subplots(1, 2, figsize=(12, height), gridspec_kw={"width_ratios": [2, 3]})

@@ -1,5 +1,7 @@
 """The notebooks' shared figure style and plot helpers: depth colours, seed spreads, heatmaps
-on one colour scale, and the paper's values on their own axis, drawn the same way everywhere.
+on one colour scale, and the paper's values beside ours on the same axis (one scale for both, or
+both as ratios to a reference), drawn the same way everywhere; each quantity named with the way
+it runs (`QUANTITIES`).
 
 Importing this module sets the style once (`STYLE`): mathtext for formulas in labels (write
 `SIGMA2`, not "sigma^2"), constrained layout so labels do not collide, and figures saved at
@@ -39,6 +41,13 @@ mpl.rcParams.update(STYLE)
 SHOWN_COLOURS = 64  # of a figure's copy inside an executed notebook: a quarter fewer bytes in git than the file
 
 SIGMA2 = r"$\sigma^2$"  # output variance
+QUANTITIES = {  # a score's axis title: what it is, and which way is better or more
+    "val_ppl": "validation perplexity (lower is better)",
+    "causal": "causal score (higher: a skipped block disturbs later ones more)",
+    "permutation": "permutation score (higher: swapping two blocks costs more)",
+    "usefulness": "useful share E / L (higher: more blocks useful)",
+    "usefulness_matched": "useful share E / L (higher: more blocks useful)",
+}
 JACOBIAN_DEVIATION = r"$\|J - I\|_F\,/\,d$"  # distance of a block Jacobian from the identity
 
 
@@ -105,35 +114,41 @@ def heatmaps(fig, axes, matrices: list[np.ndarray], label: str, cmap: str = "vir
     return fig.colorbar(image, ax=np.ravel(axes).tolist(), label=label, shrink=0.8)
 
 
-def paper_axis(ax, x, values, label: str, color: str = "0.45", **plot_kwargs):
-    """The paper's values against the same x, on a twin y axis of their own (their units and
-    scale), drawn grey and dashed unless `plot_kwargs` say otherwise; returns the twin axis."""
-    twin = ax.twinx()
+def paper_line(ax, x, values, label: str, color: str = "0.45", **plot_kwargs):
+    """The paper's values against the same x on the same axis as ours (one scale for both), grey
+    and dashed unless `plot_kwargs` say otherwise; returns the line."""
     style = {"linestyle": "--", "marker": "s", "markersize": 3} | plot_kwargs
-    twin.plot(x, values, color=color, label=label, **style)
-    twin.set_ylabel(label, color=color)
-    twin.tick_params(axis="y", colors=color)
-    twin.spines["right"].set_visible(True)
-    return twin
+    return ax.plot(x, values, color=color, label=label, **style)[0]
 
 
-def paper_marks(axes, x: float, values: list[float], label: str, ylabel: str) -> list:
-    """One value of the paper per axis of `axes` (their panels' end point, say) as a labelled
-    marker at `x` with the value written beside it, on twin y axes of their own that share one
-    linear scale from 0 (tick labels and `ylabel` on the last); returns the twins."""
-    top = 1.15 * max(values)
-    twins = []
+def paper_marks(axes, x: float, values: list[float], label: str) -> list:
+    """One value of the paper per axis of `axes` (their panels' end point, say) as a labelled marker
+    at `x`, on the axis ours is drawn on, with the value written beside it; returns the markers."""
+    marks = []
     for ax, value in zip(axes, values):
-        twin = paper_axis(ax, [x], [value], label, linestyle="none", marker="D", markersize=7)
-        twin.annotate(f"{value:g}", (x, value), xytext=(-6, 0), textcoords="offset points", ha="right",
-                      va="center", fontsize=8, color="0.45")
-        twin.set_ylim(0, top)
-        twin.set_ylabel("")
-        twin.tick_params(axis="y", labelright=False)
-        twins.append(twin)
-    twins[-1].tick_params(axis="y", labelright=True)
-    twins[-1].set_ylabel(ylabel, color="0.45")
-    return twins
+        marks.append(paper_line(ax, [x], [value], label, linestyle="none", marker="D", markersize=7))
+        ax.annotate(f"{value:g}", (x, value), xytext=(-6, 0), textcoords="offset points", ha="right",
+                    va="center", fontsize=8, color="0.45")
+    return marks
+
+
+def label_points(ax, points: list[tuple[float, float, str]], fontsize: int = 7, color: str = "0.3") -> list:
+    """A label beside each point (x, y, text) of `ax`, above and right of it, moved down a line at a
+    time until it overlaps no label placed before it; returns the labels. Call it once the axis
+    limits are set: the figure is drawn first, so that the points sit where they will."""
+    ax.figure.canvas.draw()  # limits and layout settle: the overlaps are measured where the labels end up
+    renderer = ax.figure.canvas.get_renderer()
+    placed: list = []
+    for x, y, text in points:
+        for shift in range(12):  # a dozen lines down at most
+            label = ax.annotate(text, (x, y), xytext=(4, 4 - shift * (fontsize + 3)), textcoords="offset points",
+                                fontsize=fontsize, color=color)
+            box = label.get_window_extent(renderer)
+            if shift == 11 or not any(box.overlaps(other.get_window_extent(renderer)) for other in placed):
+                break
+            label.remove()
+        placed.append(label)
+    return placed
 
 
 def tau_line(ax, tau: float, vertical: bool = False, **line_kwargs):
@@ -183,22 +198,27 @@ def loss_curves(ax, history: pd.DataFrame, variants: dict[str, str], smooth: int
         table = table.rolling(smooth, min_periods=1).mean()
         seed_band(ax, table.index, table, color, label=label)
     ax.set_xlabel("training tokens" if x == "tokens" else "training step")
-    ax.set_ylabel("training loss")
+    ax.set_ylabel("training loss (nats, lower is better)")
 
 
 def rung_scores(ax, values: pd.DataFrame, paper: pd.Series | None = None, label: str = "",
-                color: str = "C0") -> None:
+                color: str = "C0", relative: bool = False) -> None:
     """A ladder's value per rung (rows of `values`, in order; seeds as columns): mean over seeds
     with the min..max band at rung positions 0..n-1 named by the rows, and the paper's value of
-    each rung (`paper`, indexed like `values`; missing rungs skipped) on a twin axis of its own."""
+    each rung (`paper`, indexed like `values`; missing rungs skipped) on the same axis, labelled
+    `label`. `relative`: each seed's values and the paper's as ratios to their first rung (a
+    quantity whose scale differs, like perplexity: one axis for both, the trend compared)."""
     x = np.arange(len(values))
-    seed_band(ax, x, values, color, f"ours{f' ({label})' if label else ''}", marker="o", markersize=4)
+    known = None if paper is None else paper.reindex(values.index).astype(float)
+    if relative:
+        values = values / values.iloc[0]
+        known = None if known is None else known / known.iloc[0]  # all NaN when the paper lacks the first rung
+    seed_band(ax, x, values, color, "ours (mean of seeds, min-max)", marker="o", markersize=4)
     ax.set_xticks(x, list(values.index))
-    ax.set_ylabel(label, color=color)
-    if paper is not None:
-        known = paper.reindex(values.index)
+    ax.set_ylabel(label)
+    if known is not None and known.notna().any():
         shown = known.notna().to_numpy()
-        paper_axis(ax, x[shown], known[shown], f"{paper.name or label}, paper B")
+        paper_line(ax, x[shown], known[shown], "paper B")
 
 
 def rung_matrices(ladder, tau: float):
@@ -236,13 +256,21 @@ def rung_matrices(ladder, tau: float):
 def ladder_scores(ladder, paper: pd.DataFrame, matched: float, rotation: int = 0):
     """A ladder's perplexity, causal and permutation scores and usefulness at the matched tau
     (`Ladder.match_tau`), ours per rung with the paper's (`paper`, indexed by rung, its
-    `usefulness` at tau = 0.1) on twin axes. Returns the figure."""
-    fig, axes = plt.subplots(1, 4, figsize=(18, 3.6))
-    for ax, name in zip(axes, ["val_ppl", "causal", "permutation", "usefulness_matched"]):
-        rung_scores(ax, ladder.by_seed(name), paper["usefulness" if name == "usefulness_matched" else name],
-                    label=name)
+    `usefulness` at tau = 0.1) on the same axes: perplexities as ratios to the first rung (ours
+    and the paper's are of models far apart in training), the scores as they are. Returns the figure."""
+    fig, axes = plt.subplots(1, 4, figsize=(18, 3.8))
+    titles = {"val_ppl": "validation perplexity, relative to the first rung",
+              "causal": "causal score", "permutation": "permutation score",
+              "usefulness_matched": f"useful share at matched tau {matched:.2g} (paper: at 0.1)"}
+    for ax, (name, title) in zip(axes, titles.items()):
+        values = ladder.by_seed(name)
+        label = f"perplexity / {values.index[0]}'s (below 1: better)" if name == "val_ppl" else QUANTITIES[name]
+        rung_scores(ax, values, paper["usefulness" if name == "usefulness_matched" else name], label=label,
+                    relative=name == "val_ppl")
         ax.tick_params(axis="x", rotation=rotation)
-        ax.set_title(name if name != "usefulness_matched" else f"usefulness at matched tau {matched:.2g} (paper: 0.1)")
+        ax.set_title(title)
+        ax.yaxis.label.set_size(8)
+    axes[0].legend(fontsize=7)
     return fig
 
 

@@ -77,13 +77,71 @@ def paper_order(name: str) -> tuple:
     return (match[1], int(match[2]), name) if match else (name, -1, name)
 
 
-def effect(row: pd.Series) -> str:
-    """'ratio 0.945 [0.895, 0.998] (paper 0.975)' of a claim row, or '' without an effect."""
+def effect(row: pd.Series, named: bool = False) -> str:
+    """'ratio 0.945 [0.895, 0.998] (paper 0.975)' of a claim row, or '' without an effect; `named`:
+    with the way it runs after the scale ('ratio Mix-LN @130M / Pre-LN @130M 0.945 ...', `direction`)."""
     if row.get("effect") is None or pd.isna(row.get("effect")):
         return ""
-    text = f"{row.get('scale') or 'effect'} {row['effect']:.3g} [{row['ci_low']:.3g}, {row['ci_high']:.3g}]"
+    scale = row.get("scale") or "effect"
+    way = direction(row) if named else ""
+    text = f"{scale}{f' {way}' if way else ''} {row['effect']:.3g} [{row['ci_low']:.3g}, {row['ci_high']:.3g}]"
     paper = row.get("paper_effect")
     return text + ("" if paper is None or pd.isna(paper) else f" (paper {paper:.3g})")
+
+
+def direction(row: pd.Series) -> str:
+    """Which way a claim row's ratio (or difference) runs, in words: the two of the paper's labelled
+    values whose ratio (difference) is the paper's effect ('LNS @130M / Pre-LN @130M'), ours being
+    taken the same way; else, for a test against a fixed value, the statistic our text names
+    and the value it is set against ('(deep σ² end / first step after warmup) to 1', 'to 2'); else our
+    two means ('237.8 / 223.3'); '' if none."""
+    sign = " / " if row.get("scale") == "ratio" else " - "
+    values, paper, ours = row.get("paper_value"), row.get("paper_effect"), str(row.get("ours") or "")
+    if re.search(r"(ratio|difference) per rung", ours):
+        return "per rung, along the ladder"
+    if isinstance(values, dict) and paper is not None and not pd.isna(paper):
+        numbers = {label: v for label, v in values.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        for first, a in numbers.items():
+            for second, b in numbers.items():
+                if first != second and b and abs((a / b if sign == " / " else a - b) - paper) <= 1e-3 * max(abs(paper), 1e-9):
+                    return f"{first}{sign}{second}"
+    null = re.search(r"(?:ratio (to)|difference (from)) ([-+\d.e]+) ", ours)
+    if null:
+        named = [re.split(r" per seed|:| [-+]?\d", part.strip())[0] for part in ours.split(";")
+                 if sign in part and "[" not in part]
+        return f"{f'({named[-1]}) ' if named else ''}{null[1] or null[2]} {null[3]}"
+    pair = re.search(r"(?:^|; )([-+\d.e]+) vs ([-+\d.e]+)", ours)
+    return f"{pair[1]}{sign}{pair[2]}" if pair else ""
+
+
+def closing(table: pd.DataFrame, shown: str = "the figures above", detail: bool = True) -> str:
+    """A paragraph generated from judged claims (a notebook's claims.json, or `collect`'s table):
+    what `shown` show, as verdict counts; with `detail`, each decisive claim with its effect and the
+    way it runs (`effect`, `direction`), then the other claims' ids by verdict."""
+    rows = table.reset_index(drop=True)
+    if rows.empty:
+        return f"No claim is judged on {shown}."
+    counts = rows["verdict"].value_counts()
+    order = [v for v in VERDICT_ORDER if v in counts.index] + sorted(set(counts.index) - set(VERDICT_ORDER))
+    text = (f"What {shown} show, read from the {len(rows)} claims judged on them: "
+            + ", ".join(f"{int(counts[v])} {v}" for v in order) + ".")
+    if not detail:
+        return text
+    decisive = rows[rows["verdict"].isin([REPRODUCED, NOT_REPRODUCED])]
+    if len(decisive):
+        text += " Decisive: " + "; ".join(
+            f"{r['claim'].rstrip('.')}: **{r['verdict']}**" + (f", {effect(r, named=True)}" if effect(r) else "")
+            for _, r in decisive.iterrows()) + "."
+    rest = [v for v in order if v not in (REPRODUCED, NOT_REPRODUCED)]
+    if rest:
+        text += " The others: " + "; ".join(
+            f"{v}: " + ", ".join(f"`{i}`" for i in rows.loc[rows["verdict"] == v, "id"]) for v in rest) + "."
+    return text
+
+
+def closing_of(figures_dir: str | Path, shown: str = "the figures above") -> str:
+    """`closing` of the claims.json a notebook wrote to `figures_dir`."""
+    return closing(pd.DataFrame(json.loads((Path(figures_dir) / "claims.json").read_text())), shown)
 
 
 def findings(table: pd.DataFrame) -> str:
@@ -156,7 +214,8 @@ def headline_markdown(first: pd.DataFrame, second: pd.DataFrame, ids: list[str],
     def result(rows: pd.DataFrame) -> str:
         if rows.empty:
             return "not yet run"
-        return "; ".join(f"**{r['verdict']}**" + (f" ({effect(r)})" if effect(r) else f" ({r['ours']})" if r["ours"] else "")
+        return "; ".join(f"**{r['verdict']}**" + (f" ({effect(r, named=True)})" if effect(r) else
+                                                  f" ({r['ours']})" if r["ours"] else "")
                          for _, r in rows.iterrows())
 
     lines = []

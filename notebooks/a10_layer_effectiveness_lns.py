@@ -303,3 +303,12 @@ display(Markdown("\n\n".join(paragraphs)))
 # hundreds of times more tokens than either CPU profile's. Whether the paper's pattern appears
 # with more tokens is a question for the `paper` profile, not something to tune here. The drop
 # is a held-out loss rise, not task accuracy (`b1_depth_scaling` judges accuracy against chance).
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

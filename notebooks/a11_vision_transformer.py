@@ -243,3 +243,12 @@ display(Markdown(
 # the paper's in shape but not in size. What carries over is the position effect: putting
 # 1/sqrt(l) after the norm shrinks what each deep block sees and costs accuracy, while putting
 # it after the branch damps the residual stream without that cost.
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

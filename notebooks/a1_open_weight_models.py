@@ -549,3 +549,12 @@ display(Markdown("\n\n".join(text)))
 # whose output it is) rather than on a task; ARC-Easy on one decoder and 50 items. Whether the
 # monotone decline appears at 7-13B, as in the paper, cannot be checked offline. Paper B's
 # scores of the same decoders: `b9_open_weight_scores`.
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

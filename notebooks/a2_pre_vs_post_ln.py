@@ -287,3 +287,12 @@ display(Markdown("\n\n".join(paragraphs)))
 # paper's contrast holds at that layer rather than across the deep half. The drop here is a
 # held-out loss rise, not ARC-e accuracy, which sits at chance at this scale; the paper's
 # magnitudes (accuracy points of a model trained on 2.2B tokens) are not comparable.
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

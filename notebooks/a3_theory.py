@@ -1052,3 +1052,12 @@ results["runtime_s"] = time.time() - t_start
 claims.write_json(out / "results.json", results)
 print(f"runtime {results['runtime_s']:.0f} s, profile {profile}")
 ledger.save(out)
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -164,7 +164,7 @@ plots.show(fig, figures_dir, "loss_curves")
 # One line per layer, shallow blue to deep red; the dotted line marks the first logged step after
 # warmup. The paper draws Fig. 4 on a linear axis up to 175; ours spans two decades, so the
 # axis is logarithmic. Grey diamonds at the end of training: the paper's last layer at the end of
-# its run (§5.4), on a linear axis of its own (right), shared by the three panels.
+# its run (§5.4), on the same axis as ours.
 
 # %%
 fig, axes = plt.subplots(1, len(variants), figsize=(4.6 * len(variants), 3.8), sharey=True)
@@ -175,9 +175,8 @@ for ax, variant in zip(np.atleast_1d(axes), variants):
     ax.set_title(LABELS[variant])
     ax.set_yscale("log")
 axes[0].set_ylabel(f"output variance {plots.SIGMA2}")
-twins = plots.paper_marks(axes, steps[-1], [PAPER_LAST[v] for v in variants], f"last layer at the end, {PAPER_RUN}",
-                          f"last layer {plots.SIGMA2}, {PAPER_RUN}")
-handles = [h for a in (axes[-1], twins[-1]) for h in a.get_legend_handles_labels()[0]]
+plots.paper_marks(axes, steps[-1], [PAPER_LAST[v] for v in variants], f"paper: last layer at the end, {PAPER_RUN}")
+handles = axes[-1].get_legend_handles_labels()[0]
 fig.legend(handles, [h.get_label() for h in handles], loc="outside right center", ncol=1)
 fig.suptitle(f"Per-layer output variance during training ({profile} profile, {len(seeds)} seeds)")
 plots.show(fig, figures_dir, "fig4_variance_over_training")

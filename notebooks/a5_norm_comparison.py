@@ -114,9 +114,10 @@ display(table)
 
 # %% [markdown]
 # ## Table 1 as a figure: final perplexity per size
-# A dot per seed and a bar at the mean of the seeds that did not fail; the paper's Table 1
-# on its own axis (grey, dashed), since its perplexities (C4, 32K vocabulary) are on another
-# scale. A run the paper reports as diverged is written, not drawn.
+# A dot per seed and a bar at the mean of the seeds that did not fail, each as a ratio to
+# Pre-LN's mean; the paper's Table 1 as ratios to its own Pre-LN on the same axis (grey, dashed),
+# since its perplexities (C4, 32K vocabulary) are on another scale. A run the paper reports as
+# diverged is written, not drawn.
 
 # %%
 fig, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4.2), squeeze=False)
@@ -352,3 +353,12 @@ display(Markdown("\n\n".join(text)))
 # divergences (Post-LN, DeepNorm and Mix-LN at 24 layers) come after far more steps than these
 # runs have. More steps at the same shapes would test both readings (`train.steps` of the sizes
 # in `params.yaml`). Here, these tables are the finding.
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

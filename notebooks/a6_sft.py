@@ -266,3 +266,12 @@ display(Markdown(
 # does not change that. BoolQ shows it plainly: every model, in every seed, scores exactly the
 # same, the mark of one constant answer. Table 2 needs models that leave chance level first;
 # the comparison is left to the `paper` profile on a GPU.
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -115,9 +115,10 @@ display(table3)
 
 # %% [markdown]
 # ## Final perplexity and training loss
-# Top: Table 6's final validation perplexity, a dot per seed and a bar at the mean; the
-# paper's on its own axis (grey, dashed), since its perplexities (C4, 32K vocabulary) are on
-# another scale. Bottom: training loss, mean over seeds of each seed's running mean over 5
+# Top: Table 6's final validation perplexity, a dot per seed and a bar at the mean, as ratios
+# to Pre-LN's mean; the paper's as ratios to its own Pre-LN on the same axis (grey, dashed),
+# since its perplexities (C4, 32K vocabulary) are on another scale. Bottom: training loss,
+# mean over seeds of each seed's running mean over 5
 # logged steps, min..max band; OLMo's initialisation (Table 3) drawn in grey.
 
 # %%
@@ -244,3 +245,12 @@ display(Markdown("\n\n".join(text)))
 # initialisation draws input projections at std 1/sqrt(d), large at a miniature's width, so the
 # OLMo-initialised model starts far from the others; the comparison is a stand-in for Table 3's
 # OLMo-1B, not a measurement of it.
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -98,8 +98,9 @@ display(table)
 # %% [markdown]
 # ## Final perplexity and training loss
 # Left: final validation perplexity, a dot per seed and a bar at the mean; a failed seed is a
-# cross at the top (its perplexity is in the table). The paper's Table 8 is on its own axis
-# (grey, dashed): its perplexities (C4, 32K vocabulary) are on another scale, and its diverged
+# cross at the top (its perplexity is in the table); all as ratios to Pre-LN's mean. The paper's
+# Table 8 is on the same axis as ratios to its own Pre-LN (grey, dashed): its perplexities (C4,
+# 32K vocabulary) are on another scale, and its diverged
 # entry is written, not drawn. Right: training loss, mean over seeds of each seed's running
 # mean over 5 logged steps (50 optimiser steps), min..max band.
 
@@ -202,3 +203,12 @@ display(Markdown("\n\n".join(text)))
 # %% [markdown]
 # Caveats: 10 tokens per parameter, two seeds for the five non-baseline positions; the
 # paper's perplexities are on C4 with a 32K vocabulary, so only orderings and failures compare.
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

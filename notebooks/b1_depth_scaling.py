@@ -312,26 +312,24 @@ plots.show(fig, figures_dir, "fig12_jacobians_deepest")
 
 # %% [markdown]
 # ## Fig. 2c: causal, permutation and usefulness scores against depth
-# Ours (mean over seeds, band min..max, left axis) and the paper's (grey, dashed, right axis),
-# both against the paper's depth: the paper's scores are on a scale of their own (its models
-# are far more trained), so each has its own axis and the comparison is of the trends.
-# The paper's usefulness is E/L of Table 1.
+# Ours (mean over seeds, band min..max) and the paper's (grey, dashed), both against the paper's
+# depth and on one axis: the paper's models are far more trained, so the levels differ; the
+# trends are what compares. The paper's usefulness is E/L of Table 1.
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
 for ax, score in zip(axes, ["causal", "permutation", "usefulness"]):
-    plots.seed_band(ax, by_seed(score).index, by_seed(score), "C0", "ours (left axis)", marker="o")
-    ax.set_ylabel(f"{score}, ours", color="C0")
-    twin = plots.paper_axis(ax, PAPER.index, PAPER[score], f"{score}, paper B")
-    ax.set_title(f"{score} score")
+    plots.seed_band(ax, by_seed(score).index, by_seed(score), "C0", "ours (mean of seeds, min-max)", marker="o")
+    ax.set_ylabel(plots.QUANTITIES[score], fontsize=8)
+    plots.paper_line(ax, PAPER.index, PAPER[score], "paper B")
+    ax.set_title(f"{score} score against depth")
     ax.set_xlabel("paper's depth (our layers)")
     depths = sorted({*PAPER.index, *our_layers})
     ax.set_xticks(depths, [f"{d}\n({our_layers[d]})" if d in our_layers else str(d) for d in depths])
     if score == "usefulness" and np.allclose(by_seed(score).to_numpy(), 0):
         ax.set_ylim(-0.05, 1.05)
         ax.text(0.03, 0.12, "ours: 0 at every depth\n(no block reaches tau)", transform=ax.transAxes, color="C0")
-handles = [h for a in (axes[0], twin) for h in a.get_legend_handles_labels()[0]]
-axes[0].legend(handles, ["ours (left axis)", "paper B (right axis)"], loc="upper right")
+axes[0].legend(loc="upper right")
 plots.show(fig, figures_dir, "fig2c_scores_vs_depth")
 
 # %% [markdown]
@@ -548,3 +546,12 @@ display(Markdown(
 # $\|J - I\|_F / d$ shrinks with the width d for a fixed per-entry deviation, so our narrow
 # models sit above the paper's width-2048 values; where our depths are not the paper's (the
 # default profile halves them), a wasted-layer count is compared as a fraction of depth.
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -474,3 +474,12 @@ display(Markdown(
 # of the deeper models: the largest-kurtosis panels); with 24 dimensions per layer the values
 # stay near a Gaussian's 3 (deep layers below it), so the miniature has no outlier features in
 # the large-model sense and the agreement is one of direction only.
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -396,3 +396,12 @@ if profile == readme_profile and readme_model in scores:  # the README shows the
     ])
     if scoreboard.update_readme(readme, block, scoreboard.TIMING_MARKERS):
         print(f"{readme}: scoring-times block updated")
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

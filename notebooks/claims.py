@@ -184,3 +184,12 @@ if profile == headline_profile:
 # %%
 shown = ["notebook", "id", "source", "claim", "paper_value", "ours"]
 display(table[table["verdict"] == "not reproduced"][shown].reset_index(drop=True))
+
+# %% [markdown]
+# ## What the figures show
+# Generated from every notebook's claims gathered above: no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing(table, "the notebooks' figures", detail=False)))

@@ -96,7 +96,7 @@ axes[0].set_xticks(range(len(mean_gap.columns)), [f"{t / 1e6:.2g}" for t in mean
 axes[0].set_yticks(range(len(mean_gap.index)), mean_gap.index)
 axes[0].set_xlabel("training tokens (millions)")
 axes[0].set_ylabel("blocks")
-axes[0].set_title("LNS minus Pre-LN validation loss (nats)")
+axes[0].set_title("LNS minus Pre-LN validation loss (nats; blue: LNS better)")
 axes[0].legend(fontsize=8, loc="upper left")
 fig.colorbar(shown, ax=axes[0])
 shown = axes[1].imshow(np.log10(pre_ratio.to_numpy()), aspect="auto", cmap="viridis", origin="lower")
@@ -105,7 +105,7 @@ axes[1].set_xticks(ticks, [f"{pre_ratio.columns[i] * per_step.iloc[0] / 1e6:.2g}
 axes[1].set_yticks(range(len(pre_ratio.index)), pre_ratio.index)
 axes[1].set_xlabel("training tokens (millions)")
 axes[1].set_ylabel("blocks")
-axes[1].set_title("Pre-LN deep-quarter / shallow-quarter output variance (log10)")
+axes[1].set_title("Pre-LN deep-quarter / shallow-quarter output variance\n(log10; higher: deep blocks' outputs larger)")
 fig.colorbar(shown, ax=axes[1])
 fig.suptitle(f"The curse-of-depth map ({profile} profile)")
 plots.show(fig, figures_dir, "depth_map")
@@ -123,13 +123,11 @@ for depth in points:
     at = gap.xs(depth, level="depth")
     plots.seed_band(axes[0], at.index.get_level_values("tokens_per_param"), at, colors[depth], f"ours, {depth} blocks")
 axes[0].axhline(0, color="0.3", linewidth=0.8, label="no gap")
-for size, row in PAPER_A_GAPS.iterrows():
-    axes[0].plot(row["tokens_per_param"], row["gap"], "s", color="0.45")
-    axes[0].annotate(f"paper A {size} ({row['layers']:.0f} layers)", (row["tokens_per_param"], row["gap"]), fontsize=7,
-                     xytext=(4, 4), textcoords="offset points")
+axes[0].plot(PAPER_A_GAPS["tokens_per_param"], PAPER_A_GAPS["gap"], "s", color="0.45", linestyle="none",
+             label="paper A, Table 1")
 axes[0].set_xscale("log")
 axes[0].set_xlabel("training tokens per non-embedding parameter")
-axes[0].set_ylabel("LNS minus Pre-LN validation loss (nats)")
+axes[0].set_ylabel("LNS minus Pre-LN validation loss\n(nats; below 0: LNS better)")
 axes[0].legend(fontsize=8)
 for depth in points:
     for norm, style in (("pre_ln", "-"), ("lns", "--")):
@@ -138,8 +136,10 @@ for depth in points:
                         f"{depth} blocks, {'Pre-LN' if norm == 'pre_ln' else 'LNS'}", linestyle=style)
 axes[1].set_yscale("log")
 axes[1].set_xlabel("training tokens (millions)")
-axes[1].set_ylabel("deep / shallow output variance")
+axes[1].set_ylabel("deep-quarter / shallow-quarter output\nvariance (higher: deep blocks' larger)")
 axes[1].legend(fontsize=8, ncol=2)
+plots.label_points(axes[0], [(row["tokens_per_param"], row["gap"], f"paper A {size} ({row['layers']:.0f} layers)")
+                             for size, row in PAPER_A_GAPS.iterrows()])  # last: where the layout puts them
 plots.show(fig, figures_dir, "depth_map_curves")
 
 # %% [markdown]
@@ -190,3 +190,12 @@ claims.add("h1-lns-gain-grows-in-training", "the map",
            lambda early: compare(late_gap, at_fraction(gap, early).xs(deepest, level="depth").iloc[0],
                                  higher_is_better=False, scale="difference"))
 display(claims.save(figures_dir))
+
+# %% [markdown]
+# ## What the figures show
+# Generated from the claims this notebook judged (its claims.json): no number below is typed.
+
+# %%
+from cod import scoreboard
+
+display(Markdown(scoreboard.closing_of(figures_dir)))

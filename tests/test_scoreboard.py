@@ -152,3 +152,32 @@ def test_inconclusive_claims_are_counted_by_the_power_of_their_design(tmp_path):
     assert scoreboard.robustness_summary(table) == {"with free choices": 2, "depends on one": 1}
     empty = scoreboard.power_summary(table[table["verdict"] == "reproduced"])
     assert empty["inconclusive"].tolist() == [0, 0]
+
+
+def test_a_ratio_names_which_way_it_runs():
+    """The paper's two values whose ratio is its effect name ours too (the headline table's ratios);
+    a test against a fixed value names its statistic and the value; a ladder's runs per rung."""
+    row = {"scale": "ratio", "effect": 1.06, "ci_low": 1.0, "ci_high": 1.11, "paper_effect": 26.73 / 26.95,
+           "paper_value": {"Post-LN @130M": 26.95, "Pre-LN @130M": 26.73}, "ours": "ratio 1.06 [1, 1.11]; 236.1 vs 223.3"}
+    assert scoreboard.effect(pd.Series(row), named=True) == "ratio Pre-LN @130M / Post-LN @130M 1.06 [1, 1.11] (paper 0.992)"
+    one = {**row, "paper_effect": None, "paper_value": "grows",
+           "ours": "ratio to 1 0.2544 [0.17, 0.38]; 0.2566, above 1 in 0/3 seeds; deep σ² end / first step after warmup"}
+    assert scoreboard.direction(pd.Series(one)) == "(deep σ² end / first step after warmup) to 1"
+    assert scoreboard.direction(pd.Series({**one, "ours": "ratio to 2 0.657 [0.6, 0.7]; 1.3, above 2 in 0/2 seeds"})) == "to 2"
+    assert scoreboard.direction(pd.Series({**one, "ours": "ratio per rung 1.08 [1.07, 1.08] over 2 seeds"})) == \
+        "per rung, along the ladder"
+    assert scoreboard.direction(pd.Series({**one, "ours": "ratio 1.007 [0.98, 1.04]; 237.8 vs 236.1, the first lower"})) == \
+        "237.8 / 236.1"
+
+
+def test_a_notebooks_closing_paragraph_is_generated_from_its_claims(tmp_path):
+    claims = [{"id": "a5-1", "claim": "LNS beats Pre-LN.", "verdict": "reproduced", "scale": "ratio", "effect": 0.95,
+               "ci_low": 0.9, "ci_high": 0.99, "paper_effect": 0.96, "paper_value": {"LNS": 24.0, "Pre-LN": 25.0},
+               "ours": ""},
+              {"id": "a5-2", "claim": "Post-LN diverges.", "verdict": "inconclusive", "effect": None, "ours": ""}]
+    (tmp_path / "claims.json").write_text(json.dumps(claims))
+    text = scoreboard.closing_of(tmp_path)
+    assert text == ("What the figures above show, read from the 2 claims judged on them: 1 reproduced, 1 inconclusive. "
+                    "Decisive: LNS beats Pre-LN: **reproduced**, ratio LNS / Pre-LN 0.95 [0.9, 0.99] (paper 0.96). "
+                    "The others: inconclusive: `a5-2`.")
+    assert scoreboard.closing(pd.DataFrame(claims).iloc[:0]) == "No claim is judged on the figures above."
