@@ -41,7 +41,7 @@ QUESTIONS = (
     Question("A", "Does LNS lower the perplexity against Pre-LN?", ("a5-lns-beats-pre-ln-130m", "a5-lns-beats-pre-ln-250m")),
     Question("A", "Is LNS the best of the normalisations compared?", ("a5-lns-best-130m", "a5-lns-best-250m")),
     Question("A", "Does LNS hold the deep layers' variance below Pre-LN's, and does Pre-LN's grow?",
-             ("a4-lns-caps-variance", "a4-lns-level", "a4-lns-suppresses-growth", "a4-deep-variance-grows")),
+             ("a4-lns-caps-variance", "a4-lns-suppresses-growth", "a4-deep-variance-grows")),
     Question("A", "Are LNS's deep layers more effective (costlier to prune, more distinct)?",
              ("a10-drop-deep-130m", "a10-adjacent-distance-deep-130m")),
     Question("B", "Does the curse of depth show: variance up and layer scores down with depth?",

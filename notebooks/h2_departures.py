@@ -239,4 +239,13 @@ def sentence(id_: str) -> str:
             f"({where['move']})")
 
 
-display(Markdown("\n".join(f"- {sentence(id_)}" for id_ in TESTS)))
+def ends(runs: Recipe, role: str) -> str:
+    values = last_layer_end(source, runs, role)
+    return f"{values.mean():.3g} (n={len(values)})" if len(values) else "not run"
+
+
+figure = (f"**The figure.** On Fig. 4's own scale, the last layer of Pre-LN ends at {ends(COD_12, 'pre_ln')} under "
+          f"cod's recipe, {ends(RELEASED_12, 'pre_ln')} under the released recipe and {ends(HORIZON_12, 'pre_ln')} "
+          f"over four times the steps; LNS's at {ends(COD_12, 'lns')}, {ends(RELEASED_12, 'lns')} and "
+          f"{ends(HORIZON_12, 'lns')}: the paper's 175 and 25 are the dotted lines.")
+display(Markdown(figure + "\n\n" + "\n".join(f"- {sentence(id_)}" for id_ in TESTS)))
