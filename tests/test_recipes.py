@@ -24,8 +24,8 @@ def runs(tmp_path):
     Pre-LN's deep layers end at 0.5x their post-warmup value under cod's recipe and 2x under the released one."""
     root = tmp_path / "runs"
     for seed in range(3):
-        noise = 1 + 0.001 * seed
         for experiment, gap, growth in (("cod", 0.98, 0.5), ("released", 0.96, 2.0)):
+            noise = 1 + 0.001 * seed if experiment == "cod" else 1 + 0.002 * (2 - seed) ** 2  # seeds vary apart
             pre = {0: [1, 1, 1, 1], 10: [1, 1, 2, 2], 100: [1, 1, 2 * growth * noise, 2 * growth * noise]}
             write_run(root, experiment, "pre_ln", seed, 40.0 * noise, pre)
             write_run(root, experiment, "lns", seed, 40.0 * gap * noise ** 2,
@@ -47,8 +47,8 @@ def test_per_seed_statistics_read_from_the_run_folders(runs):
 def test_a_recipe_that_closes_the_gap_to_the_paper_moves_toward_it(runs):
     gap = RecipeTest("released", "LNS beats Pre-LN", paired(val_ppl, "lns", "pre_ln", "ppl ratio", 0.964), COD, RELEASED)
     ours, theirs, move = gap.judge(runs)
-    assert ours.effect == pytest.approx(0.98, rel=1e-3) and theirs.effect == pytest.approx(0.96, rel=1e-3)
-    assert move.verdict == "reproduced" and move.effect == pytest.approx(0.96 / 0.98, rel=1e-3)
+    assert ours.effect == pytest.approx(0.98, rel=1e-2) and theirs.effect == pytest.approx(0.96, rel=1e-2)
+    assert move.verdict == "reproduced" and move.effect == pytest.approx(0.96 / 0.98, rel=1e-2)
     away = RecipeTest("released", "LNS beats Pre-LN", paired(val_ppl, "lns", "pre_ln", "ppl ratio", 0.99), COD, RELEASED)
     assert away.judge(runs)[2].verdict == "not reproduced"  # the paper's 0.99 lies above cod's 0.98: 0.96 moved away
 
@@ -57,7 +57,7 @@ def test_a_direction_only_claim_moves_toward_its_side(runs):
     growth = level(lambda s, r, role: deep_after_warmup(s, r, role, 2, 0.1), "pre_ln", "growth", None, side=1)
     ours, theirs, move = RecipeTest("released", "deep layers grow", growth, COD, RELEASED).judge(runs)
     assert ours.verdict == "not reproduced" and theirs.verdict == "reproduced"  # 0.5x falls, 2x grows
-    assert move.verdict == "reproduced" and move.effect == pytest.approx(4.0, rel=1e-3)
+    assert move.verdict == "reproduced" and move.effect == pytest.approx(4.0, rel=1e-2)
 
 
 def test_a_recipe_with_no_runs_is_not_run(runs):
