@@ -258,9 +258,22 @@ def save_attention(stats: dict[int, AttentionStats], folder: Path) -> None:
     (folder / "attention.json").write_text(json.dumps(record) + "\n")
 
 
+def analysis_file(path: str | Path) -> Path:
+    """`path`, a file of an analysis folder (analyses/<profile>/<analysis>/...), when it is there;
+    FileNotFoundError naming the command that makes it otherwise."""
+    path = Path(path)
+    if path.exists():
+        return path
+    parts = path.parts
+    at = len(parts) - 1 - parts[::-1].index("analyses") if "analyses" in parts else len(parts)
+    if at + 2 >= len(parts):  # not under analyses/<profile>/<analysis>/
+        raise FileNotFoundError(f"{path} not found")
+    raise FileNotFoundError(f"{path} not found: `{analyse_command(parts[at + 2], parts[at + 1])}` makes it")
+
+
 def load_attention(folder: str | Path) -> dict[int, AttentionStats]:
     """{evaluation length: AttentionStats} written by `save_attention`."""
-    record = json.loads((Path(folder) / "attention.json").read_text())
+    record = json.loads(analysis_file(Path(folder) / "attention.json").read_text())
     return {int(length): _rebuild(AttentionStats, value) for length, value in record.items()}
 
 
@@ -282,7 +295,7 @@ def _rebuild(kind: Any, value: Any) -> Any:
 def load_layers(folder: str | Path) -> LayerAnalysis:
     """The `LayerAnalysis` written by `save_layers`, Jacobian matrices included when saved (else None)."""
     folder = Path(folder)
-    record = json.loads((folder / "layers.json").read_text())
+    record = json.loads(analysis_file(folder / "layers.json").read_text())
     matrices = folder / "jacobians.npz"
     record["jacobians"]["mean"] = np.load(matrices)["mean"].astype(np.float32) if matrices.exists() else None
     return _rebuild(LayerAnalysis, record)
@@ -308,7 +321,8 @@ def load_complete(root: str | Path, names: typing.Iterable[str],
         found = load_analyses(Path(root) / name, variants)  # empty when the folder is missing
         missing = [v for v in variants if not any(key[0] == v for key in found)]
         if missing:
-            print(f"{name}: no stored analysis of {', '.join(missing)} in {Path(root) / name}; left out")
+            print(f"{name}: no stored analysis of {', '.join(missing)} in {Path(root) / name}; left out "
+                  f"(`{analyse_command(name, Path(root).name)}` makes it)")
         else:
             complete[name] = found
     return complete
@@ -316,7 +330,7 @@ def load_complete(root: str | Path, names: typing.Iterable[str],
 
 def stored_settings(folder: str | Path) -> dict[str, Any]:
     """The settings an analysis folder was measured with (its settings.json)."""
-    return json.loads((Path(folder) / "settings.json").read_text())
+    return json.loads(analysis_file(Path(folder) / "settings.json").read_text())
 
 
 def size_label(name: str) -> str:
@@ -333,7 +347,9 @@ def load_sizes(root: str | Path, names: typing.Sequence[str], norms: dict[str, s
     layers = {name: {(labels[variant], seed): a for (variant, seed), a in runs.items()}
               for name, runs in load_complete(root, names, list(norms.values())).items()}
     if not layers:
-        raise FileNotFoundError(f"none of {names} has a layer analysis under {root}")
+        commands = ", ".join(f"`{analyse_command(name, Path(root).name)}`" for name in names)
+        raise FileNotFoundError(f"none of {names} has a layer analysis of every norm under {root}: {commands} "
+                                "make them")
     experiments = {}
     for name in layers:
         settings = stored_settings(Path(root) / name)
@@ -399,7 +415,7 @@ def norm_tables(layers: dict[str, dict[tuple[str, int], LayerAnalysis]], norms: 
 
 
 def load_zero_shot(folder: str | Path) -> list[dict[str, Any]]:
-    return json.loads((Path(folder) / "zero_shot.json").read_text())
+    return json.loads(analysis_file(Path(folder) / "zero_shot.json").read_text())
 
 
 def zero_shot_table(folder: str | Path):

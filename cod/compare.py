@@ -25,7 +25,7 @@ from matplotlib.lines import Line2D
 from cod.config import run_config_from_dict
 from cod.data.loader import open_tokens
 from cod.plots import loss_curves, paper_line
-from cod.results import load_final
+from cod.results import load_final, train_command
 
 
 def unigram_perplexity(dataset_dir: str | Path, eval_tokens: int | None = None) -> float:
@@ -42,7 +42,8 @@ def failure_line(runs_root: str | Path, experiment: str) -> float:
     """`unigram_perplexity` of the dataset and evaluation length the runs of `experiment` used."""
     config = next((Path(runs_root) / experiment).glob("*/config.json"), None)
     if config is None:
-        raise FileNotFoundError(f"no finished run in {Path(runs_root) / experiment}")
+        raise FileNotFoundError(f"no finished run in {Path(runs_root) / experiment}: "
+                                f"`{train_command(experiment, Path(runs_root).name)}` trains them")
     cfg = run_config_from_dict(json.loads(config.read_text()))
     return unigram_perplexity(cfg.data.dataset_dir, cfg.train.eval_tokens)
 
@@ -100,7 +101,9 @@ def load_sweep(experiments: dict[str, str], runs_root: str | Path, chance_ppl: f
         if len(final):
             tables.append(mark_failed(final, chance_ppl).assign(size=size))
     if not tables:
-        raise FileNotFoundError(f"none of {list(experiments.values())} has finished runs under {runs_root}")
+        commands = ", ".join(f"`{train_command(e, Path(runs_root).name)}`" for e in experiments.values())
+        raise FileNotFoundError(f"none of {list(experiments.values())} has finished runs under {runs_root}: "
+                                f"{commands} train them")
     return pd.concat(tables, ignore_index=True)
 
 

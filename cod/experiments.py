@@ -11,14 +11,17 @@
 
 Each run is a separate process with one thread: on a CPU two single-threaded runs side by side
 train about twice as fast as one run on two threads. On the CPU each is forked from a server that
-imported torch, `cod.run` and this module once (`FORKS`), which saves seconds of start-up a run; on
-GPUs each is `python -m cod.run`, or torchrun.
+imported torch and `cod.run` once (`FORKS`), which saves seconds of start-up a run; on GPUs each
+is `python -m cod.run`, or torchrun.
 Where GPUs are visible (those of CUDA_VISIBLE_DEVICES when it is set), every run gets GPUs of
 its own: `gpus_per_run` of them (the profile's, default 1), through CUDA_VISIBLE_DEVICES, and a
 run on more than one is launched with torchrun (DDP or FSDP, `train.parallel`). Runs never share
 a GPU: `jobs` is capped at the visible GPUs divided by `gpus_per_run`.
 A run is trained again only when its weights are missing or it no longer matches its settings
 and code (`cod.fingerprint`); an interrupted run resumes from its checkpoint.
+
+Ctrl-C (or SIGTERM) while runs train: each run under way ends its step and writes its checkpoint,
+no further run starts, and one line names the command that resumes them all (`Launcher`).
 """
 
 from __future__ import annotations
@@ -29,12 +32,15 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import queue
+import shlex
+import signal
 import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Protocol
 
 import torch
 
@@ -82,12 +88,14 @@ def visible_gpus() -> list[str]:
     ids = visible.split(",") if visible is not None else map(str, range(count))
     return [i.strip() for i in ids][:count]
 
-# CPU runs: forked from one server process that imported this module (and so cod.run) and torch._dynamo,
-# which torch imports at a process's first optimiser. A forked process runs its parent's main module
-# again, this one for `python -m cod.experiments`: preloaded, its imports are already made. About a
-# second of start-up a run, paid once here.
+# CPU runs: forked from one server process that imported cod.run (and so torch), cod.params and
+# torch._dynamo, which torch imports at a process's first optimiser: about a second of start-up a
+# run, paid once here. A forked process runs its parent's main module again (multiprocessing's way
+# of giving it the parent's __main__), this one for `python -m cod.experiments`, so the server
+# imports what this module imports but not this module itself: runpy warns when it runs a module
+# that is already imported ("found in sys.modules ... prior to execution").
 FORKS = multiprocessing.get_context("forkserver")
-FORKS.set_forkserver_preload(["cod.experiments", "torch._dynamo"])
+FORKS.set_forkserver_preload(["cod.run", "cod.params", "torch._dynamo"])
 
 
 # multiprocessing reads a forked process's exit status from a pipe in `poll`, which is not thread-safe:
@@ -97,30 +105,103 @@ FORKS.set_forkserver_preload(["cod.experiments", "torch._dynamo"])
 FORK_STATUS = threading.Lock()
 
 
+class Fork:
+    """`target(*args)` in a process forked from `FORKS`' server, started at once. Safe to use from
+    several threads at once."""
+
+    def __init__(self, target: Callable[..., Any], args: tuple):
+        self.process = FORKS.Process(target=target, args=args)
+        with FORK_STATUS:
+            self.process.start()
+
+    def send_signal(self, signum: int) -> None:
+        os.kill(self.process.pid, signum)
+
+    def wait(self) -> int:
+        """The exit status (negative: killed by that signal), once the process has ended."""
+        multiprocessing.connection.wait([self.process.sentinel])  # the server has sent the exit status
+        with FORK_STATUS:
+            self.process.join()
+        return self.process.exitcode
+
+
 def exit_status_of_fork(target: Callable[..., Any], args: tuple) -> int:
-    """`target(*args)` in a process forked from `FORKS`' server; its exit status (negative: killed by
-    that signal). Safe to call from several threads at once."""
-    process = FORKS.Process(target=target, args=args)
-    with FORK_STATUS:
-        process.start()
-    multiprocessing.connection.wait([process.sentinel])  # the server has sent the exit status
-    with FORK_STATUS:
-        process.join()
-    return process.exitcode
+    """`target(*args)` in a process forked from `FORKS`' server; its exit status."""
+    return Fork(target, args).wait()
 
 
-def train_on_cpu(arguments: list[str]) -> int:
-    """`python -m cod.run ARGUMENTS` from the repository, in a process forked from `FORKS`' server;
-    its exit status."""
-    return exit_status_of_fork(cod.run.forked, (arguments, str(ROOT)))
+class Process(Protocol):
+    """A run's process, as `Launcher` starts it: a `Fork` or a `subprocess.Popen`."""
+
+    def send_signal(self, signum: int) -> None: ...
+
+    def wait(self) -> int: ...
+
+
+class Launcher:
+    """Starts the runs' processes, each in a process group of its own (`cod.run.forked`, or
+    `process_group=0`), so that a terminal's Ctrl-C, sent to its foreground process group, reaches
+    this process alone. While `listening`, a SIGINT or SIGTERM is passed on to every run alive,
+    once (a run's second signal stops it at once, without its checkpoint), and no further run
+    starts; `signum` is then the signal."""
+
+    def __init__(self):
+        # re-entrant: the handler runs in the main thread, between any two of its instructions,
+        # even within a handler running already (a second Ctrl-C)
+        self.lock = threading.RLock()
+        self.alive: set[Process] = set()
+        self.signum: int | None = None
+
+    @contextmanager
+    def listening(self) -> Iterator[None]:
+        previous = {signum: signal.signal(signum, self._pass_on) for signum in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _pass_on(self, signum: int, frame: Any) -> None:
+        with self.lock:
+            self.signum = signum
+            for process in self.alive:
+                process.send_signal(signum)
+
+    def run(self, start: Callable[[], Process]) -> int | None:
+        """The exit status of the process `start()` starts, once it has ended; None when a signal
+        came first and it never started. Safe to call from several threads at once."""
+        with self.lock:
+            if self.signum is not None:
+                return None
+            process = start()
+            self.alive.add(process)
+        try:
+            return process.wait()
+        finally:
+            with self.lock:
+                self.alive.discard(process)
+
+
+class RunsInterrupted(Exception):
+    """A signal stopped the runs under way (each at a checkpoint) before all of them had trained."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def train_on_cpu(arguments: list[str], launcher: Launcher) -> int | None:
+    """`python -m cod.run ARGUMENTS` from the repository, in a process forked from `FORKS`' server
+    and started by `launcher`; its exit status (None: not started)."""
+    return launcher.run(lambda: Fork(cod.run.forked, (arguments, str(ROOT))))
 
 
 class GPUs:
     """The visible GPUs, lent to runs `per_run` at a time so that runs side by side never share
     one; none where no GPU is visible, and runs train on the CPU."""
 
-    def __init__(self, per_run: int, profile: str):
-        self.ids, self.per_run = visible_gpus(), per_run
+    def __init__(self, per_run: int, profile: str, launcher: Launcher):
+        self.ids, self.per_run, self.launcher = visible_gpus(), per_run, launcher
         if per_run > max(1, len(self.ids)):
             raise ConfigError(f"profiles.{profile}.gpus_per_run={per_run}: more than the {len(self.ids)} GPUs "
                               f"visible; allowed: 1 to {max(1, len(self.ids))}")
@@ -133,14 +214,17 @@ class GPUs:
         """How many runs fit side by side (0 without GPUs)."""
         return len(self.ids) // self.per_run
 
-    def train(self, run: Run) -> int:
-        """Train `run` in its own process, on `per_run` free GPUs when there are GPUs; its exit code."""
+    def train(self, run: Run) -> int | None:
+        """Train `run` in its own process, on `per_run` free GPUs when there are GPUs; its exit
+        code (None: a signal came before it started). A run stopped by a signal prints nothing:
+        `main` names the command that resumes them all."""
         if not self.ids:
-            return train_on_cpu([*run.arguments(), "--force"])
+            return train_on_cpu([*run.arguments(), "--force", "--no-resume-hint"], self.launcher)
         ids = [self.free.get() for _ in range(self.per_run)]
         try:
             env = {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(ids)}
-            return subprocess.run([*run.command(self.per_run), "--force"], cwd=ROOT, env=env).returncode
+            command = [*run.command(self.per_run), "--force", "--no-resume-hint"]
+            return self.launcher.run(lambda: subprocess.Popen(command, cwd=ROOT, env=env, process_group=0))
         finally:
             for gpu in ids:
                 self.free.put(gpu)
@@ -151,7 +235,8 @@ def train(experiment: str, params: dict[str, Any], jobs: int | None = None, vari
     """Train every run of `experiment` (of `variants` and `seeds` only, when given) that lacks a
     matching result or, unless `new_only`, its weights, `jobs` at a time (on GPUs: at most one run
     per `gpus_per_run` visible GPUs), seed by seed, so that a seed's variants finish together;
-    raise if any crashed."""
+    raise RunsInterrupted after a SIGINT or SIGTERM (the runs under way stopped at a checkpoint),
+    else RuntimeError if any crashed."""
     runs = resolve_runs(experiment, params)
     if variants is not None:
         runs = pick(runs, variants, lambda run: run.variant, "--variants",
@@ -164,9 +249,9 @@ def train(experiment: str, params: dict[str, Any], jobs: int | None = None, vari
         dataset = ROOT / run.config.data.dataset_dir / "train.bin"
         if run.config.vision.dataset == ImageSet.NONE and not dataset.exists():
             raise ConfigError(f"{dataset} not found (data.tokens_dir={run.config.data.tokens_dir}); "
-                              "run `python -m cod.experiments prepare` or `dvc repro prepare`")
-    profile = profile_settings(params)
-    jobs, gpus = jobs or profile.get("jobs", 1), GPUs(profile.get("gpus_per_run", 1), params["profile"])
+                              f"run `python -m cod.experiments prepare --profile {params['profile']}`")
+    profile, launcher = profile_settings(params), Launcher()
+    jobs, gpus = jobs or profile.get("jobs", 1), GPUs(profile.get("gpus_per_run", 1), params["profile"], launcher)
     if gpus.ids:
         jobs = min(jobs, gpus.slots)
     todo = [run for run in runs if run.status() not in ({"done", "result only"} if new_only else {"done"})]
@@ -175,14 +260,17 @@ def train(experiment: str, params: dict[str, Any], jobs: int | None = None, vari
           f"{len(todo)} to train, {jobs} at a time{place}", flush=True)
     for run in runs:
         run.weights.mkdir(parents=True, exist_ok=True)  # a stage output even when nothing trains
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with launcher.listening(), ThreadPoolExecutor(max_workers=jobs) as pool:
         codes = list(pool.map(gpus.train, todo))
+    if launcher.signum is not None:
+        raise RunsInterrupted(launcher.signum)
     failed = [run.name for run, code in zip(todo, codes) if code != 0]
     if failed:
         raise RuntimeError(f"[{experiment}] runs crashed (not diverged; see their output above): {failed}")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=["plan", "list", "train", "prepare"])
     parser.add_argument("experiment", nargs="?", help="experiment name from params.yaml")
@@ -220,8 +308,22 @@ def main(argv: list[str] | None = None) -> int:
         for run in resolve_runs(args.experiment, params):
             print(run.name, run.status(), json.dumps(run.overrides))
     else:
-        train(args.experiment, params, args.jobs, args.variants, args.new, args.seeds)
+        try:
+            train(args.experiment, params, args.jobs, args.variants, args.new, args.seeds)
+        except (RunsInterrupted, KeyboardInterrupt) as stop:  # KeyboardInterrupt: before any run started
+            signum = stop.signum if isinstance(stop, RunsInterrupted) else signal.SIGINT
+            print(f"[{args.experiment}] {signal.Signals(signum).name}: the runs under way stopped at a checkpoint "
+                  f"each; resume them all with: {resume_command(argv, params['profile'])}", file=sys.stderr,
+                  flush=True)
+            return 128 + signum
     return 0
+
+
+def resume_command(argv: list[str], profile: str) -> str:
+    """The command of `argv` (`python -m cod.experiments ARGV`), which trains the runs again, each
+    from its checkpoint, with the profile in use named."""
+    named = any(word == "--profile" or word.startswith("--profile=") for word in argv)
+    return shlex.join(["python", "-m", "cod.experiments", *argv, *([] if named else ["--profile", profile])])
 
 
 if __name__ == "__main__":

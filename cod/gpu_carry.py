@@ -90,8 +90,11 @@ def ready_tokens(tokens: Path, carry: Path) -> str:
     if archive_of(tokens, carry).exists():
         unpack_tokens(tokens, carry)
         return f"tokens unpacked from {archive_of(tokens, carry)}"
+    from cod.data.prepare import prepare_command_of  # lazy: the tokenizers library, for this message only
+
     raise Refusal(f"--tokens {tokens}: no train.bin there and no {archive_of(tokens, carry)}; make the tokens "
-                  "with `dvc repro prepare`, then `python -m cod.gpu_lease lease --dry` packs them")
+                  f"with `{prepare_command_of(tokens)}` (`dvc repro prepare` makes params.yaml's), then "
+                  "`python -m cod.gpu_lease lease --dry` packs them")
 
 
 # ----------------------------------------------------------------------------- the tree that travels

@@ -30,6 +30,21 @@ def analyse_command(analysis: str, profile: str) -> str:
     return f"python -m cod.analysis {analysis} --profile {profile}"
 
 
+def weights_command(path: str | Path) -> str:
+    """The command that trains the weights at `path`, a run's
+    checkpoints/<profile>/<experiment>/<variant>_s<seed>/model.pt (`dvc repro` for another path)."""
+    parts = Path(path).parts
+    if len(parts) < 5 or parts[-5] != "checkpoints" or "_s" not in parts[-2]:
+        return "dvc repro"
+    variant, seed = parts[-2].rsplit("_s", 1)
+    return f"{train_command(parts[-3], parts[-4])} --variants {variant} --seeds {seed}"
+
+
+def notebook_command(profile: str, notebook: str = "NAME") -> str:
+    """The command that executes `notebook` (figures, claims) under `profile`."""
+    return f"python -m cod.notebook {notebook} -p profile={profile}"
+
+
 def run_dirs(experiment: str, runs_root: str | Path) -> list[Path]:
     """The finished runs of `experiment` under `runs_root` (runs/<profile>)."""
     root = Path(runs_root) / experiment
@@ -133,7 +148,7 @@ def load_model(path: str | Path):
 
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} not found: `dvc repro` trains it (weights are not in git)")
+        raise FileNotFoundError(f"{path} not found: `{weights_command(path)}` trains it (weights are not in git)")
     saved = torch.load(path, map_location="cpu", weights_only=False)
     cfg = run_config_from_dict(saved["config"])
     model = Transformer(cfg.model)

@@ -6,7 +6,8 @@
 A run whose --out already holds its finished result under the same identity (settings and
 behaviour of the code) is not trained again unless --force; an interrupted one resumes from a
 checkpoint written under the same identity. --help adds the trainer's description (`cod.train`)
-and every setting.
+and every setting. --no-resume-hint: a run stopped by a signal says nothing (`cod.experiments`
+passes it, and names one command that resumes all its runs).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import os
 import shlex
 import sys
 import tokenize
-from contextlib import nullcontext
 from pathlib import Path
 
 from cod import fingerprint, train
@@ -72,22 +72,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", help="label of the progress lines (default: the folder name)")
     parser.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available")
     parser.add_argument("--force", action="store_true", help="train even if --out holds this finished run")
+    parser.add_argument("--no-resume-hint", action="store_true",
+                        help="stopped by a signal, print nothing (the caller names the command that resumes)")
     parser.add_argument("overrides", nargs="*", help="settings as key.path=value, e.g. model.norm=lns (listed below)")
     args = parser.parse_args(argv)
     name, command = args.name or Path(args.out).name, shlex.join([*parser.prog.split(), *argv])
     try:
         return run(args)
     except train.Interrupted as stop:
-        print(f"[{name}] {stop}; resume with: {command}", file=sys.stderr, flush=True)
+        if not args.no_resume_hint:
+            print(f"[{name}] {stop}; resume with: {command}", file=sys.stderr, flush=True)
         return 128 + stop.signum
     except KeyboardInterrupt:  # before the steps began, or a second Ctrl-C
-        print(f"[{name}] stopped; `{command}` resumes from the last checkpoint, if any", file=sys.stderr, flush=True)
+        if not args.no_resume_hint:
+            print(f"[{name}] stopped; `{command}` resumes from the last checkpoint, if any", file=sys.stderr,
+                  flush=True)
         return 130
 
 
 def run(args: argparse.Namespace) -> int:
-    """Train the run of `main`'s arguments under its identity, stopping on SIGINT or SIGTERM
-    (`cod.train.stop_on_signals`) in one process; the command's exit status."""
+    """Train the run of `main`'s arguments under its identity, stopping with a checkpoint on SIGINT
+    or SIGTERM in one process (`cod.train.SignalStop`); the command's exit status."""
     try:
         cfg = run_config(args.overrides)
     except ConfigError as e:
@@ -98,19 +103,20 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         trainer = train.Trainer(cfg, Path(args.out), args.weights and Path(args.weights), args.name, args.device,
-                                identity=fingerprint.describe(cfg))
+                                identity=fingerprint.describe(cfg), stop_on_signals=True)
     except (FileNotFoundError, ConfigError) as e:  # no prepared tokens (say which command makes them), no task fits
         print(f"error: {e}", file=sys.stderr)
         return 2
-    with train.stop_on_signals(trainer) if trainer.dist.world_size == 1 else nullcontext():
-        trainer.fit()
+    trainer.fit()
     trainer.dist.close()
     return 0
 
 
 def forked(argv: list[str], cwd: str) -> None:
-    """`main(argv)` from `cwd` as the body of a forked process (`cod.experiments` on the CPU): its
-    return value becomes the process's exit status."""
+    """`main(argv)` from `cwd` as the body of a forked process (`cod.experiments` on the CPU), in a
+    process group of its own (a terminal's Ctrl-C reaches `cod.experiments`, which passes it on
+    once): its return value becomes the process's exit status."""
+    os.setpgid(0, 0)
     os.chdir(cwd)
     sys.exit(main(argv))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from cod.results import notebook_command
 from cod.verdicts import BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 VERDICT_ORDER = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, BEYOND_REACH, "holds", "holds loosely", "fails")
@@ -49,6 +50,12 @@ TIMED_UNITS = {
 }
 
 
+def no_claims(figures_root: str | Path, profile: str) -> FileNotFoundError:
+    """The error of a profile whose notebooks have written no claims, naming the command that writes them."""
+    return FileNotFoundError(f"no claims.json under {Path(figures_root, profile)}: each notebook writes its own, "
+                             f"`{notebook_command(profile)}` (every notebook stage: `python -m cod.notebook --all`)")
+
+
 def collect(figures_root: str | Path, profile: str, exclude: tuple[str, ...] = ("claims",)) -> pd.DataFrame:
     """One row per claim of every notebook's claims.json under figures_root/profile, with the
     notebook it came from and the command that regenerates it from the committed results
@@ -66,7 +73,7 @@ def collect(figures_root: str | Path, profile: str, exclude: tuple[str, ...] = (
             rows.append({**{key: claim.get(key) for key in COLUMNS}, "n": n, "notebook": notebook,
                          "command": f"dvc repro --single-item {notebook}"})
     if not rows:
-        raise FileNotFoundError(f"no claims.json under {Path(figures_root, profile)}: run the notebooks first")
+        raise no_claims(figures_root, profile)
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 

@@ -30,7 +30,7 @@ import pandas as pd
 from cod import load_yaml
 from cod.notebook import EXECUTED, ROOT, render_html
 from cod.registry import headline_claims, load_registry
-from cod.scoreboard import COLUMNS, VERDICT_ORDER, collect, headline_pairs, paper_value
+from cod.scoreboard import COLUMNS, VERDICT_ORDER, collect, headline_pairs, no_claims, paper_value
 
 FIGURES = ROOT / "figures"
 MARKER = ".cod-site"  # marks a folder this module built, so a rebuild may empty it
@@ -261,7 +261,7 @@ def index(profile: str, second: str, pages: dict[str, dict[str, Pages]], figures
     """The site's front page."""
     table = claims(profile, figures_root)
     if table.empty:
-        raise FileNotFoundError(f"no claims.json under {Path(figures_root, profile)}: run the notebooks first")
+        raise no_claims(figures_root, profile)
     body = (f"<h1>The curse of depth, reproduced: results of the <code>{html.escape(profile)}</code> profile</h1>\n"
             "<p>Built from the committed results (<code>make site</code>). Verdicts follow one rule, "
             "<code>cod/verdicts.py</code>; the papers' claims and our own readings (source <em>ours</em>) "

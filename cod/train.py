@@ -14,12 +14,17 @@ Files in --out (small, human-readable):
     history.jsonl   one row per logged step: loss, lr, grad norm, tokens/s (a mixture of
                     experts adds its auxiliary losses and expert loads); rows with
                     per-layer variances every train.stats_every steps
-    final.json      status (completed | diverged), final losses, perplexities, speed
+    final.json      status (completed | diverged | stopped), final losses, perplexities, speed
 Files in --weights (large, DVC-cached):
     ckpt.pt         model + optimiser + step + wall time, written every train.ckpt_every
-                    steps and when the command is stopped (Ctrl-C, SIGTERM); a run started
-                    again with the same settings resumes from it exactly
+                    steps and when the command is stopped (Ctrl-C, SIGTERM, a deadline); a run
+                    started again with the same settings resumes from it exactly
     model.pt        final weights and config, for analyses
+
+The loop (`Trainer.fit`) takes optimiser steps; everything else it does on the way is a side job,
+a `Callback` that says when it is due and what it does: the divergence watch, the history rows,
+the per-layer statistics, validation, checkpoints (those four from train.*), a deadline and the
+signal stop (from the Trainer's arguments), and any the caller passes in.
 
 Stopping: the first SIGINT or SIGTERM ends the step under way, writes ckpt.pt and exits (status
 130 or 143) with the command that resumes; a second one stops at once. Under torchrun the
@@ -48,8 +53,9 @@ import signal
 import time
 from abc import ABC, abstractmethod
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -319,8 +325,10 @@ class FineTuning(LanguageModel):
     def __init__(self, cfg: RunConfig, dist: Dist):
         super().__init__(cfg, dist)
         if not Path(cfg.finetune.base).is_file():
-            raise FileNotFoundError(f"finetune.base={cfg.finetune.base} not found: train the pre-trained run "
-                                    "first (its experiment's train@ stage)")
+            from cod.results import weights_command  # lazy: pandas, for this message only
+
+            raise FileNotFoundError(f"finetune.base={cfg.finetune.base} not found: "
+                                    f"`{weights_command(cfg.finetune.base)}` trains it")
 
     def train_batches(self) -> InstructionBatches:
         return InstructionBatches(self.cfg, load_tokenizer(self.dataset), self.dist.rank, self.dist.world_size)
@@ -394,6 +402,203 @@ def task_of(cfg: RunConfig, dist: Dist) -> Task:
     return FineTuning(cfg, dist) if cfg.finetune.base else LanguageModel(cfg, dist)
 
 
+# ----------------------------------------------------------------------------- side jobs
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One optimiser step's numbers, once read back from the device."""
+
+    step: int  # the step taken (1-based)
+    tokens: int  # input tokens seen after it, over all processes
+    loss: float  # the mean training loss of its batch, over all processes
+    grad_norm: float  # the gradient norm before clipping
+
+
+class Callback:
+    """A side job of the training loop (`Trainer.fit`). The loop calls each callback's hooks, in
+    the order of `Trainer.callbacks`:
+
+        start(trainer)          once, before this session's first step
+        read(trainer, reading)  for every step, in order, once its loss is read back from the device
+        due(trainer)            after every step (`trainer.step` is the step just taken): whether
+                                `run` follows; on a GPU, a step at which some job is due is also
+                                one whose loss (and those before it) the loop reads back
+        run(trainer)            the job itself, after that read-back
+        end(trainer)            once, when the run is over (finished or raised)
+
+    Every hook does nothing unless overridden. A job may end the run early (`Trainer.stop`); the
+    jobs due at the same step after it do not run. Under torchrun every process calls the hooks
+    and `due` must answer alike on all of them (the jobs' collectives need every process)."""
+
+    def start(self, trainer: Trainer) -> None:
+        pass
+
+    def read(self, trainer: Trainer, reading: Reading) -> None:
+        pass
+
+    def due(self, trainer: Trainer) -> bool:
+        return False
+
+    def run(self, trainer: Trainer) -> None:
+        pass
+
+    def end(self, trainer: Trainer) -> None:
+        pass
+
+
+class Periodic(Callback):
+    """A side job due every `every` steps."""
+
+    def __init__(self, every: int):
+        self.every = every
+
+    def due(self, trainer: Trainer) -> bool:
+        return trainer.step % self.every == 0
+
+
+class DivergenceWatch(Callback):
+    """Ends the run as diverged at a loss that is not finite, or after `patience` losses above
+    `limit` in a row (train.diverge_loss, train.diverge_patience). `bad_checks`, the losses above
+    the limit so far in a row, goes into checkpoints."""
+
+    def __init__(self, limit: float, patience: int):
+        self.limit, self.patience = limit, patience
+        self.bad_checks = 0
+
+    def read(self, trainer: Trainer, reading: Reading) -> None:
+        if math.isfinite(reading.loss) and reading.loss <= self.limit:
+            self.bad_checks = 0
+            return
+        self.bad_checks += 1
+        if not math.isfinite(reading.loss) or self.bad_checks >= self.patience:
+            trainer.say(f"diverged at step {reading.step} (loss {reading.loss}); recorded, not raised")
+            trainer.stop("diverged", reading.step)
+
+
+class History(Periodic):
+    """A row of history.jsonl and a progress line every `every` steps (train.log_every), at the
+    last step and at the step a run diverged: loss, learning rate, gradient norm, tokens, speed,
+    wall time and, for a mixture of experts, its routing (`Trainer.routing_row`). Due at its
+    steps only so that the loop reads their losses back (`read` writes the rows)."""
+
+    def read(self, trainer: Trainer, reading: Reading) -> None:
+        step, steps = reading.step, trainer.cfg.train.steps
+        if step % self.every and step != steps and trainer.diverged_at != step:
+            return
+        speed, lr = trainer.tokens_per_s(), lr_at(step - 1, trainer.cfg)
+        trainer.record({"step": step, "loss": _finite(reading.loss), "lr": lr, "grad_norm": _finite(reading.grad_norm),
+                        "tokens": reading.tokens, "tokens_per_s": round(speed, 1), "wall_s": round(trainer.wall_s(), 1),
+                        **trainer.routing_row()})
+        eta = (steps - step) * reading.tokens / step / max(speed, 1e-9)
+        trainer.say(f"step {step:>6}/{steps} loss {reading.loss:7.4f} lr {lr:.2e} "
+                    f"gnorm {reading.grad_norm:7.3f} {speed:8.0f} tok/s eta {_duration(eta)}")
+
+
+class Statistics(Periodic):
+    """Per-layer variances (`cod.metrics.variance`) on the fixed inputs `batch` (the task's
+    `stats_input`, on the model's device) every `every` steps (train.stats_every) and at step 0 of
+    a run that starts afresh; under torchrun each process takes some of the rows."""
+
+    def __init__(self, every: int, batch: torch.Tensor):
+        super().__init__(every)
+        self.batch = batch
+
+    def start(self, trainer: Trainer) -> None:
+        if trainer.fresh:
+            self.run(trainer)
+
+    def run(self, trainer: Trainer) -> None:
+        batch, dist = self.batch, trainer.dist
+        if dist.world_size > 1:
+            rows = [i for i, counted in dist.share(len(batch)) if counted]
+            batch = batch[rows] if rows else batch[:1]  # a process without rows still joins FSDP's gathers
+        with evaluating(trainer.model, trainer.cfg.train.precision, dist.device):
+            variances = layer_variances(trainer.model, batch)  # name -> one value per block
+        if dist.world_size > 1:  # the mean over processes, weighted by their rows
+            names = list(variances)
+            sums = dist.sum([len(rows) * v for name in names for v in variances[name]] + [len(rows)])
+            n = len(trainer.model.blocks)
+            variances = {name: [s / sums[-1] for s in sums[k * n:(k + 1) * n]] for k, name in enumerate(names)}
+        trainer.record({"step": trainer.step, **variances})
+
+
+class Validation(Periodic):
+    """The validation loss (the task's `evaluate` on val) every `every` steps (train.eval_every)."""
+
+    def run(self, trainer: Trainer) -> None:
+        trainer.record({"step": trainer.step, "val_loss": trainer.task.evaluate(trainer.model, "val")})
+
+
+class Checkpoints(Periodic):
+    """ckpt.pt every `every` steps (train.ckpt_every)."""
+
+    def run(self, trainer: Trainer) -> None:
+        trainer.save_checkpoint()
+
+
+class Deadline(Callback):
+    """Ends the run as stopped after the step during which time.monotonic() passed `at` (a time
+    budget, as `cod.gpu_lease` gives its runs): ckpt.pt is written, so the same run started again
+    resumes, and the run finishes (final.json, model.pt) with what it has learnt. One process only."""
+
+    def __init__(self, at: float):
+        self.at = at
+
+    def due(self, trainer: Trainer) -> bool:
+        return time.monotonic() >= self.at and trainer.step < trainer.cfg.train.steps
+
+    def run(self, trainer: Trainer) -> None:
+        trainer.say(f"time budget spent: stopped at step {trainer.step}")
+        if trainer.checkpoint_step != trainer.step:
+            trainer.save_checkpoint()
+        trainer.stop("stopped", trainer.step)
+
+
+class Interrupted(KeyboardInterrupt):
+    """Training stopped by signal `signum` after step `step` of `steps`, its checkpoint written."""
+
+    def __init__(self, signum: int, step: int, steps: int, checkpoint: Path):
+        super().__init__(f"{signal.Signals(signum).name} at step {step} of {steps}: checkpoint in {checkpoint}")
+        self.signum, self.step = signum, step
+
+
+class SignalStop(Callback):
+    """While the run trains, the first SIGINT (Ctrl-C) or SIGTERM ends the step under way; then
+    ckpt.pt is written and `Interrupted` raised. That first signal gives the signals back to their
+    previous handlers, so a second one stops at once. One process only: under torchrun the signals
+    act as usual."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.signum: int | None = None  # the signal received, once one is
+        self.previous: dict[int, Any] = {}  # signal -> the handler it had before `start`
+
+    def start(self, trainer: Trainer) -> None:
+        self.previous = {signum: signal.signal(signum, self._received) for signum in self.SIGNALS}
+
+    def _received(self, signum: int, frame: Any) -> None:
+        self.signum = signum
+        self._restore()
+
+    def due(self, trainer: Trainer) -> bool:
+        return self.signum is not None and trainer.step < trainer.cfg.train.steps
+
+    def run(self, trainer: Trainer) -> None:
+        if trainer.checkpoint_step != trainer.step:
+            trainer.save_checkpoint()
+        raise Interrupted(self.signum, trainer.step, trainer.cfg.train.steps, trainer.weights / "ckpt.pt")
+
+    def end(self, trainer: Trainer) -> None:
+        self._restore()
+
+    def _restore(self) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        self.previous = {}
+
+
 # ----------------------------------------------------------------------------- trainer
 
 
@@ -412,24 +617,23 @@ class Recomputed(nn.Module):
         return self.block(x, self.rotary(x.shape[1]))[0]
 
 
-class Interrupted(KeyboardInterrupt):
-    """Training stopped by signal `signum` after step `step` of `steps`, its checkpoint written."""
-
-    def __init__(self, signum: int, step: int, steps: int, checkpoint: Path):
-        super().__init__(f"{signal.Signals(signum).name} at step {step} of {steps}: checkpoint in {checkpoint}")
-        self.signum, self.step = signum, step
-
-
 class Trainer:
-    """One run: the loop and what every kind of run shares (schedule, history, statistics,
-    divergence, checkpoints, exact resume); what differs lives in `task` (`task_of`).
+    """One run: the loop and what every kind of run shares (schedule, checkpoints, exact resume);
+    what differs lives in `task` (`task_of`), the side jobs in `callbacks` (`Callback`).
+
     `distributed=False` ignores torchrun's environment; `quiet` prints nothing; `identity`
     (`cod.fingerprint.describe`) is recorded in checkpoints and final.json, and a checkpoint
-    resumes only under the identity it was written with (none: never)."""
+    resumes only under the identity it was written with (none: never). `callbacks` are side jobs
+    of the caller's, run after those of the settings; `deadline`, a time.monotonic(), stops the
+    run after the step during which it passes (`Deadline`); `stop_on_signals` stops it with a
+    checkpoint at the first SIGINT or SIGTERM (`SignalStop`, one process only).
+    `read_back_every_step` reads every step's loss back at once; by default only on the CPU, where
+    it is free (`fit`)."""
 
     def __init__(self, cfg: RunConfig, out: Path, weights: Path | None = None, name: str | None = None,
                  device: str | None = None, distributed: bool = True, quiet: bool = False,
-                 identity: dict | None = None):
+                 identity: dict | None = None, callbacks: Sequence[Callback] = (), deadline: float | None = None,
+                 stop_on_signals: bool = False, read_back_every_step: bool | None = None):
         self.cfg, self.out = cfg, Path(out)
         self.weights = Path(weights) if weights else self.out
         self.name = name or self.out.name
@@ -450,20 +654,41 @@ class Trainer:
         self.order = [Recomputed(block, self.model.rotary) for block in self.model.blocks] if cfg.train.recompute \
             else None
         self.optimizer = adamw(self.model, cfg.optim)
-        self.step = 0
+        self.step = 0  # optimiser steps taken
         self.tokens = 0  # input tokens seen, padding included, summed over processes
-        self.bad_checks = 0
-        self.diverged_at: int | None = None
-        self.routing: dict | None = None  # MoE: the last step's auxiliary losses and expert loads (`train_step`)
-        self.deadline: float | None = None  # time.monotonic() at which fit() stops (one process; cod.gpu_lease)
-        self.stopped_at: int | None = None  # the step at which the deadline stopped fit()
-        self.stop_signal: int | None = None  # set (`stop_on_signals`): fit() checkpoints and raises Interrupted
+        self.routing: dict | None = None  # MoE: the last step's auxiliary losses and expert loads (`step_on_device`)
+        self.fresh = True  # whether this session started the run at step 0 (`fit`: no checkpoint resumed)
+        self.stopped: tuple[str, int] | None = None  # (final.json's status, step) once a side job ended the run
+        self.checkpoint_step: int | None = None  # the step of the last ckpt.pt this session wrote
+        self.last_loss = float("nan")  # the training loss of the last step read back
         self.wall_before = 0.0  # seconds trained by earlier sessions of this run (from the checkpoint)
         self.started: float | None = None  # time.perf_counter() when this session's steps began
-        # read every step's loss back at once (free on the CPU); on a GPU only at steps that log,
-        # measure or checkpoint (`fit`)
-        self.read_back_every_step = self.dist.device.type == "cpu"
-        self.stats_batch = self.task.stats_input().to(self.dist.device)  # per-layer variances are measured on it
+        self.tokens_at_start = 0  # `tokens` when they began
+        self.read_back_every_step = self.dist.device.type == "cpu" if read_back_every_step is None \
+            else read_back_every_step
+        self.divergence = DivergenceWatch(cfg.train.diverge_loss, cfg.train.diverge_patience)
+        self.callbacks = self._side_jobs(callbacks, deadline, stop_on_signals)
+
+    def _side_jobs(self, extra: Sequence[Callback], deadline: float | None, stop_on_signals: bool) -> list[Callback]:
+        """The loop's callbacks in the order they run: the two that read every step (divergence
+        first, so that the diverged step is logged), those of the settings, the caller's, and the
+        ones that stop the run last, so that every job due at a step runs before a stop there."""
+        t = self.cfg.train
+        jobs: list[Callback] = [self.divergence, History(t.log_every)]
+        if t.stats_every:
+            jobs.append(Statistics(t.stats_every, self.task.stats_input().to(self.dist.device)))
+        if t.eval_every:
+            jobs.append(Validation(t.eval_every))
+        if t.ckpt_every:
+            jobs.append(Checkpoints(t.ckpt_every))
+        jobs += extra
+        if deadline is not None:
+            if self.dist.world_size > 1:
+                raise ValueError("a deadline stops one process, not a run under torchrun: give none")
+            jobs.append(Deadline(deadline))
+        if stop_on_signals and self.dist.world_size == 1:
+            jobs.append(SignalStop())
+        return jobs
 
     def _distributed(self, model: nn.Module) -> nn.Module:
         """What the training step calls: the model itself, DDP around it, or the model sharded in place.
@@ -494,18 +719,35 @@ class Trainer:
         return nullcontext()
 
     # .................................................................. bookkeeping
-    def _log(self, row: dict) -> None:
+    def record(self, row: dict) -> None:
+        """Append `row` to history.jsonl (process 0)."""
         if self.dist.main:
             with open(self.out / "history.jsonl", "a") as f:
                 f.write(json.dumps(row) + "\n")
 
-    def _say(self, text: str) -> None:
+    def say(self, text: str) -> None:
+        """Print a progress line, labelled with the run's name (process 0, unless quiet)."""
         if self.dist.main and not self.quiet:
             print(f"[{self.name}] {text}", flush=True)
 
     def wall_s(self) -> float:
         """Seconds of training so far, over every session of the run."""
         return self.wall_before + (0.0 if self.started is None else time.perf_counter() - self.started)
+
+    def tokens_per_s(self) -> float:
+        """Input tokens a second over this session's steps so far."""
+        elapsed = 0.0 if self.started is None else time.perf_counter() - self.started
+        return (self.tokens - self.tokens_at_start) / max(elapsed, 1e-9)
+
+    def stop(self, status: str, step: int) -> None:
+        """End the run after the step under way (`fit` takes no further step) with final.json's
+        `status`: "diverged" (at `step`, the step judged so) or "stopped" (at `step`)."""
+        self.stopped = (status, step)
+
+    @property
+    def diverged_at(self) -> int | None:
+        """The step at which the run diverged; None while it has not."""
+        return self.stopped[1] if self.stopped and self.stopped[0] == "diverged" else None
 
     # .................................................................. checkpoints
     def full_state(self, optimizer: bool = True) -> tuple[dict, dict | None]:
@@ -550,7 +792,10 @@ class Trainer:
         return state, self.dist.broadcast(head) if self.fsdp else head
 
     def save_checkpoint(self) -> None:
+        """Write ckpt.pt: model, optimiser, step, tokens, divergence count, RNG state and wall time
+        (every process must call: FSDP gathers the state on process 0, which writes it)."""
         model, optimizer = self.full_state()
+        self.checkpoint_step = self.step
         if not self.dist.main:
             return
         state = {
@@ -559,7 +804,7 @@ class Trainer:
             "tokens": self.tokens,
             "model": model,
             "optimizer": optimizer,
-            "bad_checks": self.bad_checks,
+            "bad_checks": self.divergence.bad_checks,
             "rng": torch.get_rng_state(),
             "wall_s": self.wall_s(),
         }
@@ -568,22 +813,23 @@ class Trainer:
         os.replace(tmp, self.weights / "ckpt.pt")
 
     def try_resume(self) -> bool:
+        """Load ckpt.pt when it was written under this run's identity; whether it was."""
         path = self.weights / "ckpt.pt"
         if not path.exists():
-            self._say(f"starting from step 0 (no checkpoint at {path})")
+            self.say(f"starting from step 0 (no checkpoint at {path})")
             return False
         state, head = self.read_state(path, ("identity", "step", "tokens", "bad_checks", "rng", "wall_s"))
         if self.identity is None or head["identity"] != self.identity:
-            self._say("checkpoint belongs to other settings: starting afresh")
+            self.say("checkpoint belongs to other settings: starting afresh")
             return False
         self.load_full_state(state.get("model", {}), state.get("optimizer", {}))
-        self.step, self.bad_checks = head["step"], head["bad_checks"]
+        self.step, self.divergence.bad_checks = head["step"], head["bad_checks"]
         tokens = head["tokens"]
         self.tokens = self.step * self.cfg.data.batch_size * self.cfg.data.seq_len if tokens is None else tokens
         torch.set_rng_state(head["rng"].cpu())  # the CPU generator's state: a CPU ByteTensor
         self.wall_before = head["wall_s"] or 0.0  # None: a checkpoint written before wall time was kept
         self._truncate_history(self.step)
-        self._say(f"resumed from step {self.step} of {self.cfg.train.steps} ({path}, {self.wall_before:.0f}s trained)")
+        self.say(f"resumed from step {self.step} of {self.cfg.train.steps} ({path}, {self.wall_before:.0f}s trained)")
         return True
 
     def _truncate_history(self, step: int) -> None:
@@ -602,12 +848,12 @@ class Trainer:
 
     # .................................................................. training
     def train_step(self) -> tuple[float, float]:
-        """One optimiser step (`step_on_device`); its loss and gradient norm as numbers."""
+        """Take one optimiser step (`step_on_device`); its loss and gradient norm as numbers."""
         loss, grad_norm = self.step_on_device()
         return loss.item(), grad_norm.item()
 
     def step_on_device(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """One optimiser step over this process's share of the batch, in micro-batches of
+        """Take one optimiser step over this process's share of the batch, in micro-batches of
         train.micro_batch: each micro-batch's mean loss is weighted by its share of the counted
         targets, so loss and gradients equal those of one pass over the whole share. Under
         torchrun the targets are counted over all processes (padding may leave them unequal), so
@@ -616,7 +862,8 @@ class Trainer:
         not to the returned loss (the cross-entropy); its unweighted ones and expert loads (token
         assignments per expert, summed over micro-batches) are kept in `self.routing`. The loss
         (this process's part, float64) and the gradient norm stay on the device: reading them
-        back waits for the GPU, which `fit` does once per logged step."""
+        back waits for the GPU, which `fit` does only at steps that some side job is due. The
+        step count advances by one."""
         x, y = self.batches.batch(self.step)
         self.tokens += self.task.tokens(x) * self.dist.world_size
         lr = lr_at(self.step, self.cfg)
@@ -647,6 +894,7 @@ class Trainer:
         clip = self.cfg.optim.grad_clip or float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip)
         self.optimizer.step()
+        self.step += 1
         return loss, _whole(grad_norm).detach()
 
     def _add_routing(self, routing: dict, share: float) -> None:
@@ -673,140 +921,80 @@ class Trainer:
         load = counts / counts.sum(-1, keepdim=True)
         return {"moe_balance_loss": _finite(balance), "moe_z_loss": _finite(z), "moe_load": load.tolist()}
 
-    def record_stats(self) -> None:
-        """Per-layer variances on the fixed batch; under torchrun each process takes some of its rows."""
-        batch = self.stats_batch
-        if self.dist.world_size > 1:
-            rows = [i for i, counted in self.dist.share(len(batch)) if counted]
-            batch = batch[rows] if rows else batch[:1]  # a process without rows still joins FSDP's gathers
-        with evaluating(self.model, self.cfg.train.precision, self.dist.device):
-            variances = layer_variances(self.model, batch)
-        if self.dist.world_size > 1:
-            names = list(variances)
-            sums = self.dist.sum([len(rows) * v for name in names for v in variances[name]] + [len(rows)])
-            n = len(self.model.blocks)
-            variances = {name: [s / sums[-1] for s in sums[k * n:(k + 1) * n]] for k, name in enumerate(names)}
-        self._log({"step": self.step, **variances})
-
     # .................................................................. the loop
     def fit(self) -> dict:
-        """Train to train.steps (or the deadline, a divergence, a signal) and `finish`.
+        """Train to train.steps, or until a side job ends the run (a divergence, the deadline; a
+        signal raises Interrupted), and finish: final.json and model.pt.
 
-        On a GPU the steps' losses stay there until a step that logs, measures or checkpoints (or
-        the last): then they are read back at once and judged step by step, so a run that diverges
-        in between trains on to that step. On the CPU every step is read back at once."""
-        t = self.cfg.train
+        On a GPU a step's loss and gradient norm stay there until a step at which some side job is
+        due (or the last): the pending ones are then read back at once and every callback reads
+        them in order, so a run that diverges in between trains on to that step. On the CPU every
+        step is read back at once."""
+        steps = self.cfg.train.steps
         self._begin()
-        start, start_tokens = time.perf_counter(), self.tokens
-        self.started = start
-        self.model.train()
-        pending: list[tuple[int, int, torch.Tensor]] = []  # (step, tokens, [loss, grad norm]) not read back yet
-        loss = float("nan")
-        while self.step < t.steps and self.diverged_at is None and not self._out_of_time():
-            step_loss, step_norm = self.step_on_device()
-            self.step += 1
-            pending.append((self.step, self.tokens, torch.stack([self.dist.mean_tensor(step_loss),
-                                                                 step_norm.to(torch.float64)])))
-            if self.read_back_every_step or self._due():
-                loss = self._read_back(pending, start_tokens)
-                pending.clear()
-                self._side_jobs()
-        if pending:  # stopped by the deadline between two read-backs
-            loss = torch.stack([v for _, _, v in pending])[-1, 0].item()
-        if self.diverged_at:
-            self._say(f"diverged at step {self.diverged_at} (loss {loss}); recorded, not raised")
-        return self.finish(loss, time.perf_counter() - start, start_tokens)
+        try:
+            for callback in self.callbacks:
+                callback.start(self)
+            self.started, self.tokens_at_start = time.perf_counter(), self.tokens
+            self.model.train()
+            pending: list[tuple[int, int, torch.Tensor]] = []  # (step, tokens, [loss, grad norm]) not read back yet
+            while self.step < steps and self.stopped is None:
+                loss, grad_norm = self.step_on_device()  # self.step is now the step just taken
+                pending.append((self.step, self.tokens, torch.stack([self.dist.mean_tensor(loss),
+                                                                     grad_norm.to(torch.float64)])))
+                due = [callback for callback in self.callbacks if callback.due(self)]
+                if due or self.read_back_every_step or self.step == steps:
+                    self._read_back(pending)
+                    pending = []
+                    for callback in due:
+                        if self.stopped is None:  # a run that diverged (or stopped) runs no further job
+                            callback.run(self)
+            return self._finish(time.perf_counter() - self.started)
+        finally:
+            for callback in self.callbacks:
+                callback.end(self)
 
     def _begin(self) -> None:
         """Resume this identity's checkpoint, or start afresh: a new history, the task's start (a
-        fine-tuning run loads its base), config.json and the statistics of step 0."""
+        fine-tuning run loads its base) and config.json."""
         self.out.mkdir(parents=True, exist_ok=True)
         self.weights.mkdir(parents=True, exist_ok=True)
-        if not self.try_resume():
+        self.fresh = not self.try_resume()
+        if self.fresh:
             if self.dist.main:
                 (self.out / "history.jsonl").unlink(missing_ok=True)
             self.task.start(self)
             if self.dist.main:
                 (self.out / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2) + "\n")
-            if self.cfg.train.stats_every:
-                self.record_stats()
-        self._say(f"{self.model.num_params():,} parameters, {self.cfg.train.steps} steps of "
-                  f"{self.cfg.data.batch_size}x{self.cfg.data.seq_len} tokens on {self.dist.device} "
-                  f"x{self.dist.world_size}")
+        self.say(f"{self.model.num_params():,} parameters, {self.cfg.train.steps} steps of "
+                 f"{self.cfg.data.batch_size}x{self.cfg.data.seq_len} tokens on {self.dist.device} "
+                 f"x{self.dist.world_size}")
 
-    def _out_of_time(self) -> bool:
-        """True, the stop recorded, once `deadline` has passed (one process only)."""
-        if self.deadline is None or self.dist.world_size > 1 or time.monotonic() < self.deadline:
-            return False
-        self.stopped_at = self.step
-        self._say(f"time budget spent: stopped at step {self.step}")
-        return True
-
-    def _due(self) -> bool:
-        """Whether the step just taken logs, measures, evaluates or checkpoints, is the last, or
-        follows a signal."""
-        t = self.cfg.train
-        return self.step == t.steps or self.stop_signal is not None or any(
-            every and self.step % every == 0 for every in (t.log_every, t.stats_every, t.eval_every, t.ckpt_every))
-
-    def _read_back(self, pending: list[tuple[int, int, torch.Tensor]], start_tokens: int) -> float:
-        """Read the pending steps' losses and gradient norms back (the one wait for the device),
-        judge them in order for divergence and log the rows due; the last loss judged."""
-        t = self.cfg.train
-        values = torch.stack([v for _, _, v in pending]).tolist()
+    def _read_back(self, pending: list[tuple[int, int, torch.Tensor]]) -> None:
+        """Read the pending steps' losses and gradient norms back (the one wait for the device)
+        and give each step's `Reading` to every callback, in step order, up to a step that ends
+        the run (a divergence)."""
+        values = torch.stack([v for _, _, v in pending]).tolist()  # (steps, 2): loss, grad norm
         for (step, tokens, _), (loss, grad_norm) in zip(pending, values):
-            self._judge(step, loss)
-            if step % t.log_every == 0 or step == t.steps or self.diverged_at:
-                elapsed = time.perf_counter() - self.started
-                speed = (self.tokens - start_tokens) / max(elapsed, 1e-9)
-                lr = lr_at(step - 1, self.cfg)
-                self._log({"step": step, "loss": _finite(loss), "lr": lr, "grad_norm": _finite(grad_norm),
-                           "tokens": tokens, "tokens_per_s": round(speed, 1), "wall_s": round(self.wall_s(), 1),
-                           **self.routing_row()})
-                eta = (t.steps - step) * tokens / step / max(speed, 1e-9)
-                self._say(f"step {step:>6}/{t.steps} loss {loss:7.4f} lr {lr:.2e} "
-                          f"gnorm {grad_norm:7.3f} {speed:8.0f} tok/s eta {_duration(eta)}")
-            if self.diverged_at:
+            self.last_loss = loss
+            reading = Reading(step, tokens, loss, grad_norm)
+            for callback in self.callbacks:
+                callback.read(self, reading)
+            if self.stopped is not None:
                 break
-        return loss
 
-    def _judge(self, step: int, loss: float) -> None:
-        """Count a loss above train.diverge_loss: a run diverges at a loss that is not finite, or
-        after train.diverge_patience such losses in a row."""
-        t = self.cfg.train
-        if math.isfinite(loss) and loss <= t.diverge_loss:
-            self.bad_checks = 0
-            return
-        self.bad_checks += 1
-        if not math.isfinite(loss) or self.bad_checks >= t.diverge_patience:
-            self.diverged_at = step
-
-    def _side_jobs(self) -> None:
-        """After a read-back: statistics, validation loss and a checkpoint where due; after a
-        signal, a checkpoint and Interrupted."""
-        t = self.cfg.train
-        if self.diverged_at is None and t.stats_every and self.step % t.stats_every == 0:
-            self.record_stats()
-        if self.diverged_at is None and t.eval_every and self.step % t.eval_every == 0:
-            self._log({"step": self.step, "val_loss": self.task.evaluate(self.model, "val")})
-        saved = bool(t.ckpt_every) and self.step % t.ckpt_every == 0
-        if saved:
-            self.save_checkpoint()
-        if self.stop_signal is not None and self.diverged_at is None and self.step < t.steps:
-            if not saved:
-                self.save_checkpoint()
-            raise Interrupted(self.stop_signal, self.step, t.steps, self.weights / "ckpt.pt")
-
-    def finish(self, last_loss: float, elapsed: float, start_tokens: int) -> dict:
-        """Score the model (the task's scores), write final.json and model.pt, and drop the checkpoint."""
-        status = "diverged" if self.diverged_at else "stopped" if self.stopped_at is not None else "completed"
+    def _finish(self, elapsed: float) -> dict:
+        """Score the model (the task's scores), write final.json and model.pt, and drop the
+        checkpoint, unless the deadline stopped the run (it can go on from there); `elapsed` is
+        this session's seconds of training."""
+        status = self.stopped[0] if self.stopped else "completed"
         final = {
             "name": self.name,
             "status": status,
             "diverged_at": self.diverged_at,
             "steps": self.step,
             "tokens": self.tokens,
-            "final_train_loss": _finite(last_loss),
+            "final_train_loss": _finite(self.last_loss),
             **self.task.scores(self.model, diverged=bool(self.diverged_at)),
             "params": self.model.num_params(),
             "params_non_embedding": self.model.num_params(embeddings=False),
@@ -814,17 +1002,18 @@ class Trainer:
             "behaviour": self.identity and self.identity["behaviour"],
             **self.task.provenance(self.identity),
             "wall_s": round(self.wall_before + elapsed, 1),
-            "tokens_per_s": round((self.tokens - start_tokens) / max(elapsed, 1e-9), 1),
+            "tokens_per_s": round((self.tokens - self.tokens_at_start) / max(elapsed, 1e-9), 1),
             "device": str(self.dist.device),
             "world_size": self.dist.world_size,
         }
         model, _ = self.full_state(optimizer=False)  # the weights alone: AdamW's state is not kept
         if self.dist.main:
             torch.save({"config": self.cfg.to_dict(), "model": model}, self.weights / "model.pt")
-            (self.weights / "ckpt.pt").unlink(missing_ok=True)
+            if status != "stopped":
+                (self.weights / "ckpt.pt").unlink(missing_ok=True)
             (self.out / "final.json").write_text(json.dumps(final, indent=2) + "\n")
-            self._say(f"{status}: {self.task.summary(final)}, {final['tokens_per_s']:.0f} tok/s, "
-                      f"{final['wall_s']:.0f}s")
+            self.say(f"{status}: {self.task.summary(final)}, {final['tokens_per_s']:.0f} tok/s, "
+                     f"{final['wall_s']:.0f}s")
         return final
 
 
@@ -848,26 +1037,3 @@ def _shown(value: float | None, spec: str) -> str:
 def _duration(seconds: float) -> str:
     seconds = int(seconds)
     return f"{seconds // 60}m{seconds % 60:02d}s"
-
-
-# ----------------------------------------------------------------------------- signals
-
-
-@contextmanager
-def stop_on_signals(trainer: Trainer) -> Iterator[None]:
-    """Within the block, SIGINT and SIGTERM ask `trainer` to checkpoint and stop after its step
-    (`Trainer.fit` raises Interrupted); the first one restores the usual handlers, so a second
-    stops at once."""
-    def ask(signum: int, frame) -> None:
-        trainer.stop_signal = signum
-        restore()
-
-    def restore() -> None:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-    previous = {signum: signal.signal(signum, ask) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        restore()

@@ -95,6 +95,7 @@ SLOW = (
     "test_dvc_stages.py::test_dvc_shows_both_profiles_finals_the_claims_summary_and_a_curve",
     "test_dvc_stages.py::test_the_readme_graph_is_dvcs_graph_now",
     "test_experiments.py::test_a_forked_cpu_run_trains_from_the_repository_and_returns_its_status",
+    "test_experiments.py::test_ctrl_c_stops_the_runs_at_their_checkpoints_and_prints_one_line",
     "test_experiments.py::test_default_profile_meets_the_miniatures_criterion",
     "test_experiments.py::test_forked_processes_ended_side_by_side_report_their_own_exit_status",
     "test_experiments.py::test_plan_prints_every_experiment_and_the_totals",

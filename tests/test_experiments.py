@@ -2,6 +2,11 @@
 
 import io
 import json
+import os
+import re
+import shlex
+import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -302,20 +307,36 @@ def gpu_experiment(tmp_path, monkeypatch, gpus: int, **profile) -> dict:
     return params
 
 
+class Finished:
+    """A process that has ended with `status` by the time it is waited for (`wait` runs `then` first)."""
+
+    def __init__(self, status: int = 0, then=lambda: None):
+        self.status, self.then = status, then
+
+    def send_signal(self, signum):
+        pass
+
+    def wait(self):
+        self.then()
+        return self.status
+
+
 def record_runs(monkeypatch) -> list[tuple[list[str], dict | None]]:
     """(command, environment) of every training process started, which all succeed: on GPUs a
-    `python -m cod.run` or torchrun command; on the CPU the arguments of `cod.run` forked."""
+    `python -m cod.run` or torchrun command, in a process group of its own; on the CPU the
+    arguments of `cod.run` forked."""
     started = []
 
-    def run(command, cwd, env=None):
+    def popen(command, cwd, env=None, process_group=None):
+        assert process_group == 0
         started.append((command, env))
-        return subprocess.CompletedProcess(command, 0)
+        return Finished()
 
-    def forked(arguments):
+    def forked(arguments, launcher):
         started.append((arguments, None))
-        return 0
+        return launcher.run(Finished)
 
-    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "Popen", popen)
     monkeypatch.setattr(experiments, "train_on_cpu", forked)
     return started
 
@@ -328,19 +349,22 @@ def test_runs_side_by_side_get_a_gpu_each(tmp_path, monkeypatch, capsys, visible
     lock, busy, seen = threading.Lock(), set(), []
     pair = threading.Barrier(2, timeout=20)  # two runs hold their GPUs at once
 
-    def run(command, cwd, env=None):
+    def popen(command, cwd, env=None, process_group=None):
         gpu = env["CUDA_VISIBLE_DEVICES"]
         with lock:
             assert gpu not in busy, f"GPU {gpu} given to two runs at once"
             busy.add(gpu)
             seen.append(gpu)
-        pair.wait()
-        with lock:
-            busy.remove(gpu)
         assert command[1:3] == ["-m", "cod.run"]
-        return subprocess.CompletedProcess(command, 0)
 
-    monkeypatch.setattr(subprocess, "run", run)
+        def run():  # the process runs until both GPUs are busy
+            pair.wait()
+            with lock:
+                busy.remove(gpu)
+
+        return Finished(then=run)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
     experiments.train("demo", params)
     assert sorted(seen) == sorted([*ids, *ids])
     assert "4 to train, 2 at a time on 1 of GPUs" in capsys.readouterr().out  # jobs=3 capped at the 2 GPUs
@@ -365,7 +389,8 @@ def test_without_gpus_runs_train_as_before(tmp_path, monkeypatch):
     started = record_runs(monkeypatch)
     experiments.train("demo", params)
     runs = {run.name: run for run in resolve_runs("demo", params)}
-    assert sorted(arguments for arguments, _ in started) == sorted([*run.arguments(), "--force"] for run in runs.values())
+    assert sorted(arguments for arguments, _ in started) == sorted([*run.arguments(), "--force", "--no-resume-hint"]
+                                                                   for run in runs.values())
     assert all(env is None for _, env in started)
     params["profiles"]["smoke"]["gpus_per_run"] = 2
     with pytest.raises(ConfigError, match="gpus_per_run=2: more than the 0 GPUs visible; allowed: 1 to 1"):
@@ -374,10 +399,10 @@ def test_without_gpus_runs_train_as_before(tmp_path, monkeypatch):
 
 def test_a_forked_cpu_run_trains_from_the_repository_and_returns_its_status(tiny_tokens, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    out = tmp_path / "run"
-    assert experiments.train_on_cpu(["--out", str(out), *tiny_run(tiny_tokens, "train.steps=4")]) == 0
+    out, launcher = tmp_path / "run", experiments.Launcher()
+    assert experiments.train_on_cpu(["--out", str(out), *tiny_run(tiny_tokens, "train.steps=4")], launcher) == 0
     assert json.loads((out / "final.json").read_text())["status"] == "completed"
-    assert experiments.train_on_cpu(["--out", str(out), "model.norm=pre_lm"]) == 2  # a setting refused
+    assert experiments.train_on_cpu(["--out", str(out), "model.norm=pre_lm"], launcher) == 2  # a setting refused
 
 
 def test_forked_processes_ended_side_by_side_report_their_own_exit_status():
@@ -388,6 +413,117 @@ def test_forked_processes_ended_side_by_side_report_their_own_exit_status():
         statuses = list(pool.map(lambda _: experiments.exit_status_of_fork(time.sleep, (0.005,)), range(240)))
     assert statuses == [0] * 240
     assert experiments.exit_status_of_fork(sys.exit, (3,)) == 3
+
+
+def test_a_signal_reaches_each_run_once_and_no_run_starts_after_it():
+    """SIGINT within `listening`: each run alive gets it once, a run not started yet never starts,
+    and the handlers are given back."""
+    class Waiting:  # a run that ends at its first signal
+        def __init__(self):
+            self.signals, self.ended = [], threading.Event()
+
+        def send_signal(self, signum):
+            self.signals.append(signum)
+            self.ended.set()
+
+        def wait(self):
+            assert self.ended.wait(30)
+            return 128 + self.signals[0]
+
+    launcher, runs = experiments.Launcher(), [Waiting(), Waiting()]
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    with launcher.listening(), ThreadPoolExecutor(2) as pool:
+        statuses = [pool.submit(launcher.run, lambda run=run: run) for run in runs]
+        while len(launcher.alive) < 2:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C
+        late = launcher.run(lambda: pytest.fail("a run started after the signal"))
+    assert [status.result() for status in statuses] == [130, 130] and late is None
+    assert [run.signals for run in runs] == [[signal.SIGINT], [signal.SIGINT]] and launcher.signum == signal.SIGINT
+    assert {signum: signal.getsignal(signum) for signum in handlers} == handlers
+
+
+def test_ctrl_c_stops_the_runs_at_their_checkpoints_and_prints_one_line(tiny_tokens, tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group) while two runs of three train: each writes
+    its checkpoint, the third never starts, and `python -m cod.experiments train` prints one line
+    besides the runs' progress, the command that resumes them all, with no traceback. No forked run
+    prints runpy's warning of a main module run again after its import."""
+    repo = tmp_path / "repo"  # a throwaway repository: the package's ROOT is where its copy lies
+    shutil.copytree(ROOT / "cod", repo / "cod", ignore=shutil.ignore_patterns("__pycache__"))
+    base = {"data.tokens_dir": str(tiny_tokens), "data.vocab_size": 300, "model.vocab_size": 300,
+            "data.seq_len": 32, "data.batch_size": 8, "model.max_seq_len": 32, "train.steps": 100_000,
+            "train.log_every": 4, "train.stats_every": 0, "train.ckpt_every": 0, "train.eval_tokens": 2048}
+    size = {"model.d_model": 32, "model.n_layers": 3, "model.n_heads": 2}
+    params = {"profile": "smoke", "profiles": {"smoke": {"jobs": 2, "seeds": [0], "base": base, "sizes": {"s": size}}},
+              "experiments": {"demo": {"size": "s", "variants": {"a": {}, "b": {}, "c": {}}}}}
+    (repo / "params.yaml").write_text(json.dumps(params))  # JSON is YAML
+    command = [sys.executable, "-m", "cod.experiments", "train", "demo", "--params", str(repo / "params.yaml")]
+    env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)
+    watchdog = threading.Timer(300, process.kill)  # the runs are long: never let them hang the suite
+    watchdog.start()
+    try:
+        before, training = [], set()
+        while training != {"a_s0", "b_s0"}:  # both runs in their steps
+            line = process.stdout.readline()
+            assert line, f"the runs ended before training: {before}"
+            before.append(line)
+            training.update(re.findall(r"^\[demo/(\w+)\] step ", line))
+        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C: the orchestrator and its fork server
+        after = process.communicate()[0].splitlines()
+    finally:
+        watchdog.cancel()
+    said = [line for line in after if not re.match(r"\[demo/\w+\] step ", line)]  # the step under way may log
+    assert process.returncode == 130 and len(said) == 1, after
+    assert said[0].startswith("[demo] SIGINT: the runs under way stopped at a checkpoint each; resume them all with: ")
+    assert shlex.split(said[0].split("with: ")[1]) == ["python", *command[1:], "--profile", "smoke"]
+    output = "".join(before) + "\n".join(after)
+    assert "Traceback" not in output and "RuntimeWarning" not in output and "found in sys.modules" not in output
+    weights = repo / "checkpoints" / "smoke" / "demo"
+    assert all(torch.load(weights / f"{v}_s0" / "ckpt.pt", weights_only=False)["step"] >= 4 for v in "ab")
+    assert not (weights / "c_s0" / "ckpt.pt").exists()
+
+
+def test_what_is_not_found_is_named_with_the_command_that_makes_it_for_its_profile(tmp_path, monkeypatch):
+    """Tokens, runs, weights, analyses, claims and tokenizers not found: each error names the command
+    that makes them, for the profile their folder belongs to."""
+    from cod.analysis import load_layers, load_sizes, stored_settings
+    from cod.compare import failure_line
+    from cod.data.loader import open_tokens
+    from cod.eval.lm import load_tokenizer
+    from cod.results import load_model, run_dirs
+    from cod.scoreboard import collect
+
+    params = gpu_experiment(tmp_path, monkeypatch, gpus=0)
+    (tmp_path / resolve_runs("demo", params)[0].config.data.dataset_dir / "train.bin").unlink()
+    params["profile"], params["profiles"]["headline"] = "headline", params["profiles"]["smoke"]
+    with pytest.raises(ConfigError, match="run `python -m cod.experiments prepare --profile headline`"):
+        experiments.train("demo", params)
+    expected = {
+        lambda: open_tokens(tmp_path / "bpe512_fineweb_edu" / "val.bin"):
+            f"`python -m cod.data.prepare --tokenizer bpe --vocab-size 512 --source fineweb_edu "
+            f"--out {tmp_path / 'bpe512_fineweb_edu'}`",
+        lambda: load_tokenizer(tmp_path / "gpt_neox"): f"`python -m cod.data.prepare --tokenizer gpt_neox "
+                                                       f"--out {tmp_path / 'gpt_neox'}` makes it",
+        lambda: run_dirs("a_130m", tmp_path / "runs" / "paper"):
+            "`python -m cod.experiments train a_130m --profile paper`",
+        lambda: failure_line(tmp_path / "runs" / "paper", "a_130m"):
+            "`python -m cod.experiments train a_130m --profile paper` trains them",
+        lambda: load_model(tmp_path / "checkpoints" / "paper" / "a_130m" / "lns_s2" / "model.pt"):
+            "`python -m cod.experiments train a_130m --profile paper --variants lns --seeds 2` trains it",
+        lambda: load_layers(tmp_path / "analyses" / "paper" / "a_130m" / "lns_s2"):
+            "`python -m cod.analysis a_130m --profile paper` makes it",
+        lambda: stored_settings(tmp_path / "analyses" / "paper" / "b_depth"):
+            "`python -m cod.analysis b_depth --profile paper`",
+        lambda: load_sizes(tmp_path / "analyses" / "paper", ["a_130m"], {"Pre-LN": "pre_ln"}):
+            "`python -m cod.analysis a_130m --profile paper` make them",
+        lambda: collect(tmp_path / "figures", "paper"): "`python -m cod.notebook NAME -p profile=paper`",
+    }
+    for call, command in expected.items():
+        with pytest.raises(FileNotFoundError) as error:
+            call()
+        assert command in str(error.value)
 
 
 def test_profile_settings_are_checked(tmp_path, monkeypatch):

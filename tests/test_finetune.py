@@ -117,7 +117,6 @@ def test_fine_tuning_starts_from_the_base_and_resumes_exactly(sft_tokens, tmp_pa
     t.load_base()
     while t.step < 6:
         t.train_step()
-        t.step += 1
     t.save_checkpoint()
     assert main(["--out", str(tmp_path / "resumed"), *overrides]) == 0
     a = json.loads((tmp_path / "straight" / "final.json").read_text())

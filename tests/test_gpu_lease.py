@@ -67,7 +67,7 @@ def test_the_dry_check_refuses_in_one_line_when_the_tokens_are_missing(tmp_path,
                            "--out", str(tmp_path / "out"), "--export", str(tmp_path / "OUT")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and err.startswith("gpu_lease: --tokens ")
-    assert "dvc repro prepare" in err
+    assert f"`python -m cod.data.prepare --tokenizer bpe --vocab-size 2048 --out {tmp_path / 'bpe2048'}`" in err
     assert not (tmp_path / "out").exists() and not (tmp_path / "OUT").exists()  # refused before any work
 
 

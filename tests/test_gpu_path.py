@@ -30,9 +30,8 @@ def _trained(tokens, tmp_path, name, *extra, steps=3, batches=None):
     losses = []
     for _ in range(steps):
         losses.append(trainer.train_step())
-        if trainer.step == 0:
+        if trainer.step == 1:
             trainer.first_gradients = {n: p.grad.clone() for n, p in trainer.model.named_parameters()}
-        trainer.step += 1
     return trainer, losses
 
 
@@ -111,17 +110,24 @@ import sys
 from pathlib import Path
 from cod.config import run_config
 from cod.fingerprint import describe
-from cod.train import Trainer
+from cod.train import Callback, Trainer
+
+
+class Crash(Callback):  # after the statistics and the checkpoint of step 3
+    def due(self, trainer):
+        return trainer.step == 3
+
+    def run(self, trainer):
+        raise InterruptedError
+
 
 out, *overrides = sys.argv[1:]
 cfg = run_config(overrides)
-trainer = Trainer(cfg, Path(out), device="cpu", quiet=True, identity=describe(cfg))
-trainer.out.mkdir(parents=True, exist_ok=True)
-while trainer.step < 3:
-    trainer.train_step()
-    trainer.step += 1
-trainer.record_stats()
-trainer.save_checkpoint()  # then "crash"
+trainer = Trainer(cfg, Path(out), device="cpu", quiet=True, identity=describe(cfg), callbacks=[Crash()])
+try:
+    trainer.fit()
+except InterruptedError:
+    pass
 trainer.dist.close()
 """
 
@@ -173,8 +179,8 @@ def test_fsdp_with_two_processes_matches_one_process_and_resumes(tiny_tokens, tm
     rows = [[json.loads(r) for r in (tmp_path / run / "history.jsonl").read_text().splitlines()]
             for run in ("single", "fsdp")]
     stats = [[r for r in history if "resid_var" in r] for history in rows]
-    assert [r["step"] for r in stats[0]] == [0, 3, 6] and [r["step"] for r in stats[1]] == [3, 6]
-    for a, b in zip(stats[0][1:], stats[1]):
+    assert [r["step"] for r in stats[0]] == [r["step"] for r in stats[1]] == [0, 3, 6]
+    for a, b in zip(stats[0], stats[1]):
         assert b["resid_var"] == pytest.approx(a["resid_var"], rel=1e-4)
 
 
@@ -390,7 +396,6 @@ trainer.batches.batch = padded
 losses = []
 for _ in range(2):
     losses.append(trainer.dist.mean(trainer.train_step()[0]))
-    trainer.step += 1
 if trainer.dist.main:
     torch.save({"losses": losses, "model": trainer.model.state_dict()}, Path(out) / "result.pt")
 trainer.dist.close()

@@ -66,7 +66,6 @@ def test_interrupted_run_resumes_to_the_same_result(tiny_tokens, tmp_path):
     t.out.mkdir(parents=True)  # run 12 steps by hand, checkpoint, then "crash"
     while t.step < 12:
         t.train_step()
-        t.step += 1
     t.save_checkpoint()
     main(["--out", str(tmp_path / "resumed"), *overrides])
 
@@ -135,7 +134,6 @@ def test_resume_reads_the_checkpoint_on_the_cpu_whatever_the_device(tiny_tokens,
     t.out.mkdir(parents=True)
     for _ in range(2):
         t.train_step()
-        t.step += 1
     t.save_checkpoint()
     saved_rng = torch.get_rng_state()
     torch.manual_seed(123)
@@ -203,9 +201,7 @@ def test_reading_losses_back_per_logged_step_keeps_the_history(tiny_tokens, tmp_
                                                      "train.diverge_loss=6", "train.diverge_patience=1"))):
             cfg = run_config(tiny_run(tiny_tokens, "train.steps=12", "train.ckpt_every=0", *extra))
             out = tmp_path / f"{name}_{every_step}"
-            t = Trainer(cfg, out, quiet=True)
-            t.read_back_every_step = every_step
-            final = t.fit()
+            final = Trainer(cfg, out, quiet=True, read_back_every_step=every_step).fit()
             rows = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]
             histories[name, every_step] = ([{k: v for k, v in r.items() if k not in TIMINGS} for r in rows],
                                            final["status"], final["diverged_at"])
@@ -278,9 +274,9 @@ def test_wall_time_adds_up_over_resumes(tiny_tokens, tmp_path):
     t = Trainer(cfg, tmp_path / "r", quiet=True, identity=describe(cfg))
     t.out.mkdir(parents=True)
     t.train_step()
-    t.step += 1
-    t.wall_before = 1000.0  # as if an earlier session had trained for that long
     t.save_checkpoint()
+    state = torch.load(tmp_path / "r" / "ckpt.pt", weights_only=False)
+    torch.save({**state, "wall_s": 1000.0}, tmp_path / "r" / "ckpt.pt")  # as if an earlier session had trained so long
     main(["--out", str(tmp_path / "r"), *overrides])
     final = json.loads((tmp_path / "r" / "final.json").read_text())
     rows = [json.loads(r) for r in (tmp_path / "r" / "history.jsonl").read_text().splitlines()]
@@ -325,3 +321,123 @@ def test_the_loop_takes_what_differs_from_the_task(tiny_tokens, tmp_path, monkey
     assert final["counted_score"] == 42.0 and "val_loss" not in final
     assert final["tokens"] == 2 * 4 * 8 * 32
     assert [r["val_loss"] for r in rows if "val_loss" in r] == [1.5, 1.5]
+
+
+# ----------------------------------------------------------------------------- side jobs (callbacks)
+
+
+class Spy(train.Callback):
+    """Records every hook the loop calls: (hook, the trainer's step, what it was given)."""
+
+    def __init__(self, due_at=()):
+        self.due_at, self.calls = set(due_at), []
+
+    def start(self, trainer):
+        self.calls.append(("start", trainer.step, None))
+
+    def read(self, trainer, reading):
+        self.calls.append(("read", trainer.step, reading.step))
+
+    def due(self, trainer):
+        return trainer.step in self.due_at
+
+    def run(self, trainer):
+        self.calls.append(("run", trainer.step, trainer.checkpoint_step))
+
+    def end(self, trainer):
+        self.calls.append(("end", trainer.step, None))
+
+    def hooks(self, name: str) -> list:
+        return [(step, given) for hook, step, given in self.calls if hook == name]
+
+
+def test_each_side_job_runs_when_due_and_reads_every_step(tiny_tokens, tmp_path):
+    """History rows every log_every steps, statistics every stats_every (and at step 0), validation
+    every eval_every and checkpoints every ckpt_every; a callback of the caller's runs after them at
+    its own steps, having read every step's loss once, in order, between one start and one end."""
+    cfg = run_config(tiny_run(tiny_tokens, "train.steps=12", "train.log_every=4", "train.stats_every=8",
+                              "train.eval_every=6", "train.ckpt_every=5"))
+    spy = Spy(due_at=(3, 5, 11))
+    final = Trainer(cfg, tmp_path / "r", quiet=True, callbacks=[spy]).fit()
+    rows = [json.loads(r) for r in (tmp_path / "r" / "history.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if "loss" in r] == [4, 8, 12]
+    assert [r["step"] for r in rows if "resid_var" in r] == [0, 8]
+    assert [r["step"] for r in rows if "val_loss" in r] == [6, 12]
+    assert spy.hooks("start") == [(0, None)] and spy.hooks("end") == [(12, None)]
+    assert spy.hooks("read") == [(step, step) for step in range(1, 13)]  # the CPU reads every step back at once
+    assert spy.hooks("run") == [(3, None), (5, 5), (11, 10)]  # (its step, the last checkpoint's step)
+    assert final["status"] == "completed" and not (tmp_path / "r" / "ckpt.pt").exists()
+
+
+def test_on_a_gpu_the_losses_are_read_back_only_where_a_job_is_due(tiny_tokens, tmp_path):
+    """As on a GPU: the pending steps are read back, in order, at steps where some job is due (the
+    history's, the checkpoints', the caller's) and at the last."""
+    cfg = run_config(tiny_run(tiny_tokens, "train.steps=10", "train.log_every=4", "train.stats_every=0",
+                              "train.ckpt_every=0"))
+    spy = Spy(due_at=(6,))
+    Trainer(cfg, tmp_path / "r", quiet=True, callbacks=[spy], read_back_every_step=False).fit()
+    assert spy.hooks("read") == [(4, 1), (4, 2), (4, 3), (4, 4), (6, 5), (6, 6), (8, 7), (8, 8), (10, 9), (10, 10)]
+
+
+def test_the_divergence_watch_counts_losses_above_the_limit_in_a_row():
+    class Fake:
+        def __init__(self):
+            self.stopped = None
+
+        def say(self, text):
+            pass
+
+        def stop(self, status, step):
+            self.stopped = (status, step)
+
+    def first_divergence(losses, patience=2):
+        watch, trainer = train.DivergenceWatch(limit=6.0, patience=patience), Fake()
+        for step, loss in enumerate(losses, 1):
+            watch.read(trainer, train.Reading(step, 0, loss, 1.0))
+            if trainer.stopped:
+                return trainer.stopped
+        return None
+
+    assert first_divergence([7.0, 5.0, 7.0, 5.0]) is None  # a good loss resets the count
+    assert first_divergence([5.0, 7.0, 7.0, 5.0]) == ("diverged", 3)
+    assert first_divergence([5.0, float("nan")], patience=3) == ("diverged", 2)  # not finite: at once
+    assert first_divergence([7.0, 7.0], patience=3) is None
+
+
+def test_the_deadline_stops_a_run_with_a_checkpoint_it_resumes_from(tiny_tokens, tmp_path):
+    """A deadline already passed stops the run after its first step, as stopped, with its weights
+    (final.json, model.pt) and a checkpoint (with no periodic ones); the run started again resumes
+    there and completes, the checkpoint gone."""
+    cfg = run_config(tiny_run(tiny_tokens, "train.steps=6", "train.ckpt_every=0", "train.stats_every=0"))
+    stopped = Trainer(cfg, tmp_path / "r", quiet=True, identity=describe(cfg), deadline=time.monotonic()).fit()
+    assert (stopped["status"], stopped["steps"], stopped["diverged_at"]) == ("stopped", 1, None)
+    assert stopped["val_loss"] is not None and (tmp_path / "r" / "model.pt").exists()
+    assert torch.load(tmp_path / "r" / "ckpt.pt", weights_only=False)["step"] == 1
+    resumed = Trainer(cfg, tmp_path / "r", quiet=True, identity=describe(cfg))
+    final = resumed.fit()
+    assert not resumed.fresh and (final["status"], final["steps"]) == ("completed", 6)
+    assert not (tmp_path / "r" / "ckpt.pt").exists()
+
+
+def test_a_signal_ends_the_step_under_way_with_a_checkpoint_and_gives_the_handlers_back(tiny_tokens, tmp_path):
+    class Signal(train.Callback):  # a Ctrl-C during step 3 (after it, as it is due at 3)
+        def due(self, trainer):
+            return trainer.step == 3
+
+        def run(self, trainer):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    cfg = run_config(tiny_run(tiny_tokens, "train.steps=12", "train.ckpt_every=0", "train.stats_every=0"))
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    trainer = Trainer(cfg, tmp_path / "r", quiet=True, callbacks=[Signal()], stop_on_signals=True)
+    with pytest.raises(train.Interrupted, match="SIGINT at step 4 of 12: checkpoint in"):
+        trainer.fit()
+    assert torch.load(tmp_path / "r" / "ckpt.pt", weights_only=False)["step"] == 4
+    assert {signum: signal.getsignal(signum) for signum in handlers} == handlers
+
+
+def test_train_step_advances_the_step_count(tiny_tokens, tmp_path):
+    t = Trainer(run_config(tiny_run(tiny_tokens, "train.stats_every=0")), tmp_path / "r", quiet=True)
+    loss, grad_norm = t.train_step()
+    t.step_on_device()
+    assert t.step == 2 and t.tokens == 2 * 8 * 32 and math.isfinite(loss) and grad_norm > 0

@@ -25,7 +25,10 @@ def open_tokens(path: str | Path) -> np.memmap:
     path = Path(path)
     meta = path.parent / "meta.json"
     if not path.is_file() or not meta.is_file():
-        raise FileNotFoundError(f"{path} (with {meta.name} beside it) not found: run `python -m cod.data.prepare`")
+        from cod.data.prepare import prepare_command_of  # lazy: the tokenizers library, for this message only
+
+        raise FileNotFoundError(f"{path} (with {meta.name} beside it) not found: "
+                                f"run `{prepare_command_of(path.parent)}`")
     return np.memmap(path, dtype=json.loads(meta.read_text())["dtype"], mode="r")
 
 

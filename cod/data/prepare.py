@@ -31,6 +31,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -521,6 +522,19 @@ def prepare_command(data: DataConfig) -> str:
     """
     files = "FILE [FILE ...]" if data.source == "text_files" else ""
     return command_line(str(data.tokenizer), data.vocab_size, str(data.source), data.dataset_dir, files)
+
+
+def prepare_command_of(folder: str | Path) -> str:
+    """The command that writes the token arrays of `folder`, a `data.dataset_dir` (bpe<V> or
+    gpt_neox, then _<source> for a source other than offline_mix); its required options left to
+    fill for a folder of another name."""
+    found = re.fullmatch(rf"(?:bpe(\d+)|gpt_neox)(?:_({'|'.join(SOURCES)}))?", Path(folder).name)
+    if found is None:
+        return f"python -m cod.data.prepare --tokenizer KIND --out {folder}"
+    vocab, source = found.groups()
+    data = DataConfig(tokenizer="bpe" if vocab else "gpt_neox", vocab_size=int(vocab or DataConfig().vocab_size),
+                      source=source or "offline_mix", tokens_dir=str(Path(folder).parent))
+    return prepare_command(data)
 
 
 def what_to_run() -> str:

@@ -29,8 +29,10 @@ def load_tokenizer(path: str | Path):
     path = Path(path)
     path = path / "tokenizer.json" if path.is_dir() else path
     if not path.is_file():
-        raise FileNotFoundError(f"tokenizer {path} not found: `python -m cod.data.snapshot && dvc repro prepare` "
-                                "makes the pipeline's tokenizers (data/tokens/bpe*/tokenizer.json)")
+        from cod.data.prepare import prepare_command_of  # lazy: the corpus modules, for this message only
+
+        folder = path.parent if path.suffix == ".json" else path  # tokenizer.json lies in its tokens' folder
+        raise FileNotFoundError(f"tokenizer {path} not found: `{prepare_command_of(folder)}` makes it")
     return Tokenizer.from_file(str(path))
 
 
