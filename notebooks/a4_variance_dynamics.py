@@ -307,15 +307,15 @@ def deep_grows(deep_layers: int, warmup_fraction: float):
     blocks, start = last_blocks(deep_layers), first_after(warmup_fraction)
     return one_sample(of("pre_ln", deep_layers=deep_layers, warmup_fraction=warmup_fraction)["deep_after_warmup"],
                       null=1.0, scale="ratio",
-                      why=f"Pre-LN deep σ² (blocks {blocks[0]}-{blocks[-1]}) at the end / at step {start}, the first "
-                          "logged step after warmup")
+                      why=f"Pre-LN deep σ² at the end / at the first logged step after warmup; blocks "
+                          f"{blocks[0]}-{blocks[-1]}, step {start}")
 
 
 def shallow_stays(shallow_layers: int, stable_factor: float, warmup_fraction: float):
     blocks = first_blocks(shallow_layers)
     ranges = of("pre_ln", shallow_layers=shallow_layers, warmup_fraction=warmup_fraction)["shallow_range"]
     return one_sample(ranges, null=stable_factor, higher_is_better=False, scale="ratio",
-                      why=f"shallow σ² (blocks {blocks[0]}-{blocks[-1]}) max / min after warmup; tolerance "
+                      why=f"shallow σ² max / min after warmup; blocks {blocks[0]}-{blocks[-1]}; tolerance "
                           f"{stable_factor:g} (ours: the paper states none)")
 
 
