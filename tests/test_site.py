@@ -1,12 +1,14 @@
-"""The results site (cod.site): every claim once, relative links that resolve, and pages that work
-in a real browser (Debian's chromium, driven by selenium; installed with apt-get when missing)."""
+"""The results site (cod.site): the report as its front page, every claim once, relative links that
+resolve, and pages that work in a real browser (Debian's chromium, driven by selenium; installed
+with apt-get when missing)."""
 
 import os
 import shutil
 import subprocess
+from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote, urljoin, urlparse
 
 import pandas as pd
 import pytest
@@ -19,17 +21,19 @@ from cod import site
 from cod.registry import load_registry
 
 PROFILE = "default"
+SECOND = site.claims_file(site.headline_profile(), PROFILE)  # the headline profile's claims page
 
 
 class Links(HTMLParser):
-    """The claim rows, link targets and filter options of a page."""
+    """The claim rows, link targets, element ids and filter options of a page."""
 
     def __init__(self):
         super().__init__()
-        self.rows, self.targets, self.options, self._select = [], [], {}, None
+        self.rows, self.targets, self.ids, self.options, self._select = [], [], set(), {}, None
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
+        self.ids |= {attrs["id"]} if attrs.get("id") else set()
         if tag == "tr" and attrs.get("id", "").startswith("claim-"):
             self.rows.append(attrs["id"].removeprefix("claim-"))
         self.targets += [attrs[key] for key in ("href", "src") if key in attrs]
@@ -39,16 +43,27 @@ class Links(HTMLParser):
             self._select.append(attrs["value"])
 
 
+@cache
+def parse(path: Path) -> Links:
+    parsed = Links()
+    parsed.feed(path.read_text())
+    return parsed
+
+
 @pytest.fixture(scope="module")
 def index(tmp_path_factory) -> Path:
+    """The built site's front page: the report."""
     return site.build(tmp_path_factory.mktemp("site") / "site", PROFILE)
 
 
 @pytest.fixture(scope="module")
-def page(index) -> Links:
-    parsed = Links()
-    parsed.feed(index.read_text())
-    return parsed
+def claims_page(index) -> Path:
+    return index.parent / "claims.html"
+
+
+@pytest.fixture(scope="module")
+def page(claims_page) -> Links:
+    return parse(claims_page)
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +75,53 @@ def test_every_claim_appears_once(page, table):
     assert sorted(page.rows) == sorted(table["id"])
 
 
-def test_links_are_relative_and_resolve(index, page):
-    assert page.targets
-    for target in page.targets:
+def assert_resolves_in_site(page: Path, root: Path) -> None:
+    """Every link and image of `page` is relative and names a file of the site under `root`, and an
+    element of it where the link has a fragment."""
+    targets = parse(page).targets
+    assert targets, page
+    for target in targets:
         assert not urlparse(target).scheme and not target.startswith("/"), target
-        path = target.split("#")[0]
-        assert not path or (index.parent / unquote(path)).is_file(), target
+        url = urlparse(urljoin(page.as_uri(), target))
+        found = Path(unquote(url.path))
+        assert found.is_file() and found.resolve().is_relative_to(root.resolve()), target
+        assert not url.fragment or unquote(url.fragment) in parse(found).ids, target
+
+
+@pytest.mark.parametrize("name", ["index.html", "claims.html", SECOND])
+def test_every_link_of_the_report_and_the_claims_pages_resolves_in_the_site(index, name):
+    assert_resolves_in_site(index.parent / name, index.parent)
+
+
+def test_the_report_leads_to_the_claims_and_every_notebook_link_is_a_site_page(index):
+    targets = parse(index).targets
+    assert {"claims.html", SECOND} <= set(targets)
+    assert not [t for t in targets if ".ipynb" in t]
+    assert any(t.startswith(f"{SECOND}#claim-") for t in targets)
+
+
+def test_the_report_links_notebooks_and_claims_in_the_site_and_shows_other_files_as_text():
+    pages = {"default": {"a5_norm": site.Pages(folder="default/a5_norm", notebook="default/a5_norm/notebook.html")}}
+    tables = {"default": pd.DataFrame({"id": ["a5-gap:L=24"]})}
+    markdown = ("# Report\n\n| effect |\n|---|\n"
+                "| [ratio 0.9 [0.8, 1]](../notebooks/executed/default/a5_norm.ipynb) "
+                "(`a5-gap:L=24`, stage `a5_norm`) |\n\n"
+                "[ratio 1](../notebooks/executed/headline/a5_norm.ipynb) (`a5-gap:L=24`, stage `headline_a5_norm`); "
+                "[the rule](../cod/verdicts.py), [paper A](https://arxiv.org/abs/2502.05795), [below](#departures).\n\n"
+                "## Departures\n")
+    page = site.report_page(markdown, tables, pages, {"default": "claims.html"})
+    assert ('<a href="default/a5_norm/notebook.html">ratio 0.9 [0.8, 1]</a> (<a href="claims.html#claim-a5-gap:L=24">'
+            "<code>a5-gap:L=24</code></a>, stage <code>a5_norm</code>)") in page
+    # a notebook of a profile the site lacks, and a file of the repository: their text
+    assert "ratio 1 (<code>a5-gap:L=24</code>, stage <code>headline_a5_norm</code>); the rule, " in page
+    assert '<a href="https://arxiv.org/abs/2502.05795">paper A</a>' in page
+    assert '<a href="#departures">below</a>' in page and '<h2 id="departures">Departures</h2>' in page
+
+
+def test_a_build_needs_the_report(tmp_path):
+    with pytest.raises(FileNotFoundError, match="cod.report"):
+        site.build(tmp_path / "site", PROFILE, report=tmp_path / "report.md")
+    assert not (tmp_path / "site").exists()
 
 
 def test_the_filters_list_every_verdict_paper_and_notebook(page, table):
@@ -147,8 +203,8 @@ def visible_rows(driver, table_id: str) -> int:
         f"return [...document.querySelectorAll('#{table_id} tbody tr')].filter(r => r.offsetParent !== null).length")
 
 
-def test_the_page_renders_and_filters_in_a_browser(browser, index, table):
-    browser.get(index.as_uri())
+def test_the_claims_page_renders_and_filters_in_a_browser(browser, claims_page, table):
+    browser.get(claims_page.as_uri())
     assert visible_rows(browser, "headline") == len(site.HEADLINE)
     assert visible_rows(browser, "claims") == len(table)
     Select(browser.find_element(By.ID, "filter-paper")).select_by_value("B")
@@ -160,8 +216,8 @@ def test_the_page_renders_and_filters_in_a_browser(browser, index, table):
     assert visible_rows(browser, "claims") == both
 
 
-def test_a_claims_figure_and_notebook_open_in_a_browser(browser, index):
-    browser.get(index.as_uri())
+def test_a_claims_figure_and_notebook_open_in_a_browser(browser, claims_page):
+    browser.get(claims_page.as_uri())
     row = browser.find_element(By.ID, "claim-a4-lns-caps-variance")
     figure = row.find_element(By.CSS_SELECTOR, "a.figure").get_attribute("href")
     notebook = row.find_element(By.CSS_SELECTOR, "a.notebook").get_attribute("href")
@@ -172,3 +228,21 @@ def test_a_claims_figure_and_notebook_open_in_a_browser(browser, index):
     browser.get(notebook)  # a large page: on a loaded machine its cells may render after the load event
     assert WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".jp-Cell"))
     assert "a4_variance_dynamics" in browser.page_source
+
+
+def test_a_number_of_the_report_opens_its_notebook_and_its_claim_in_a_browser(browser, index):
+    browser.get(index.as_uri())
+    effects = [a for a in browser.find_elements(By.CSS_SELECTOR, "td > a[href$='/notebook.html']")
+               if any(c.isdigit() for c in a.text)]
+    assert effects, "no number of the report links its notebook"
+    effect, claim = effects[0], effects[0].find_element(By.XPATH, "following-sibling::a[1]")
+    notebook = Path(unquote(urlparse(effect.get_attribute("href")).path))
+    row, claim_id = claim.get_attribute("href"), claim.text  # read before the click leaves the page
+    assert notebook.name == "notebook.html" and notebook.parent.parent.parent == index.parent
+    assert row.endswith(f"#claim-{claim_id}")
+    effect.click()  # a large page: on a loaded machine its cells may render after the load event
+    assert WebDriverWait(browser, 60).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".jp-Cell"))
+    assert Path(unquote(urlparse(browser.current_url).path)) == notebook
+    assert notebook.parent.name in browser.page_source
+    browser.get(row)
+    assert browser.find_element(By.ID, f"claim-{claim_id}").is_displayed()
