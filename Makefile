@@ -35,7 +35,7 @@ $(VENV)/.installed: pyproject.toml requirements-offline.txt jupyter/overrides.d/
 	touch $@
 
 # `dvc repro` of one profile's stages: the default profile's (make repro) or the headline profile's
-# (make repro-headline, many more core-hours: `make plan` prices both); the curves and report stages read
+# (make repro-headline, many more core-hours: `make plan` prices both); the curves and docs stages read
 # both profiles' committed files, so they run alone (--single-item) and never train the other profile
 DEFAULT_STAGES := prepare 'train@*' 'finetune@*' 'analyse@*' 'analyse_open@*' 'a[0-9]*' 'b[0-9]*' claims
 HEADLINE_STAGES := prepare 'train_headline@*' 'analyse_headline@*' 'h[0-9]*' 'headline_*'
@@ -44,20 +44,20 @@ repro: install
 	$(BIN)/python -m cod.experiments plan --runs todo
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --glob $(DEFAULT_STAGES)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item curves
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item report
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item docs
 
 repro-headline: install
 	$(BIN)/python -m cod.data.snapshot
 	$(BIN)/python -m cod.experiments plan --runs todo --profile headline
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --glob $(HEADLINE_STAGES)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item curves
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item report
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item docs
 
 notebooks: install
 	$(BIN)/python -m cod.data.snapshot
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro prepare
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.notebook --all
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.pipeline report
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.pipeline docs
 
 plan: install
 	$(BIN)/python -m cod.experiments plan --runs all

@@ -1,7 +1,7 @@
 """Experiments of params.yaml (`cod.params`) planned, costed and trained side by side.
 
     python -m cod.experiments plan                          # every run of the profile: done, to train, cost (cod.plan)
-    python -m cod.experiments plan --readme                 # rewrite the README's table of the CPU profiles' costs
+    python -m cod.experiments plan --record                 # keep the CPU profiles' cost table (runs/plan.md)
     python -m cod.experiments list a_130m                   # one experiment's runs and their settings
     python -m cod.experiments train a_130m                  # what DVC's train@NAME stage runs
     python -m cod.experiments train a_130m --variants pre_ln,lns   # only these variants, every seed
@@ -48,6 +48,8 @@ import cod.run
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
 from cod.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
 
+
+RECORD = ROOT / "runs" / "plan.md"  # the CPU profiles' cost table, which docs/measurements.md shows (cod.report)
 
 def datasets_needed(params: dict[str, Any]) -> dict[str, RunConfig]:
     """One config per distinct token dataset that the active profile's runs read."""
@@ -282,7 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new", action="store_true",
                         help="train: only runs with no result, not those whose result stands but whose weights are gone")
     parser.add_argument("--runs", choices=["todo", "all"], help="plan: also one line per run to train, or per run")
-    parser.add_argument("--readme", action="store_true", help="plan: rewrite the README's table of the CPU profiles")
+    parser.add_argument("--record", action="store_true",
+                        help=f"plan: keep the CPU profiles' cost table in {RECORD.relative_to(ROOT)} (docs/measurements.md)")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     parser.add_argument("--profile", choices=PROFILES, help="the profile to use (default: params.yaml's)")
     args = parser.parse_args(argv)
@@ -292,15 +295,13 @@ def main(argv: list[str] | None = None) -> int:
         prepare(params)
     elif args.action == "plan":
         # lazy: the plan's modules (benchmark, scoreboard, pandas) would cost every train stage and its fork server
-        from cod.plan import PLAN_MARKERS, plan, readme_block
-        from cod.scoreboard import update_readme  # lazy: as the line above
+        from cod.plan import plan, record_block
 
-        if not args.readme:
+        if not args.record:
             plan(params, args.runs)
-        elif not update_readme(ROOT / "README.md", readme_block(params), PLAN_MARKERS):
-            raise SystemExit(f"README.md lacks the markers {PLAN_MARKERS}")
         else:
-            print("README.md: the plan table rewritten")
+            RECORD.write_text(record_block(params) + "\n")
+            print(f"{RECORD.relative_to(ROOT)}: the CPU profiles' cost table kept")
     elif args.experiment is None:
         known = [name for section in SECTIONS for name in (params.get(section) or {})]
         parser.error(f"{args.action} needs an experiment; allowed: {', '.join(known)}")

@@ -47,14 +47,11 @@ figures_dir = None  # default: figures/<profile>/a0_miniature
 budget_hours = 4.0  # criterion 1: the complete profile on 2 cores
 min_tokens_per_param = 10.0  # criterion 2, paper A
 chosen_size = "a130m"  # the size the default profile uses for paper A's 130M, checked against the pilot
-readme = "README.md"  # its pilot block is rewritten when the profile below runs
-readme_profile = "default"  # the profile whose pilot the README shows
 
 # %%
 from cod import kernel
 
 figures_dir = kernel.start("a0_miniature", profile, figures_dir)  # unset: a folder of its own
-readme = readme if kernel.committed(figures_dir, "a0_miniature", profile) else ""  # a run by hand leaves it alone
 
 # %%
 import io
@@ -205,7 +202,7 @@ save_claims(figures_dir, [])  # a0 judges no paper claim: it fixes the scale the
 
 
 # %% [markdown]
-# ## The README's account of the pilot (written at `readme_profile` with the closing numbers below)
+# ## The pilot in words (pilot.md, which docs/measurements.md shows, with the closing numbers below)
 
 # %%
 def shape_text(size: str) -> str:
@@ -278,6 +275,4 @@ if profile_runs:
 else:
     closing = f"No final metrics of the profile's runs in {Path(runs_root) / profile}."
 display(Markdown(closing))
-if profile == readme_profile and scoreboard.update_readme(readme, f"{pilot_block}\n\n{closing}",
-                                                          scoreboard.DEFAULT_PILOT_MARKERS):
-    print(f"{readme}: pilot block updated")
+Path(figures_dir, "pilot.md").write_text(f"{pilot_block}\n\n{closing}\n")

@@ -72,7 +72,7 @@ from cod.results import load_final, load_history, load_layer_stats
 from cod.verdicts import Claims, accuracy_at_chance, accuracy_floor, best_of, compare, one_sample
 
 ROWS = {"none": "none", "LNS after LN": "lns_after_norm", "LNS after Attn/MLP": "lns_after_branch"}
-PAPER = pd.Series([67.91, 66.43, 68.75], index=list(ROWS))  # PAPER_NUMBERS.md, A-Table 5 (ImageNet-1K top-1)
+PAPER = pd.Series([67.91, 66.43, 68.75], index=list(ROWS))  # paper A, Table 5 (ImageNet-1K top-1)
 PAPER_VARIANCE = {"none": "> ~3,000 by 30K steps", "lns_after_branch": "< ~150"}  # A-Fig. 8, deep blocks
 PAPER_VARIANCE_LEVELS = (150, 3000)  # the same, as (LNS after Attn/MLP, none) for `compare`: about
 

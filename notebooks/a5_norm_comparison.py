@@ -83,7 +83,7 @@ PAPER = pd.DataFrame({"130M": [26.95, 27.17, 26.07, 26.73, 25.76],
                       "250M": [1409.79, 22.77, 21.39, 21.92, 20.35],
                       "350M": [1368.33, 1362.59, 1363.21, 19.58, 18.20],
                       "1B": [1390.75, 1409.08, 1414.78, 17.02, 15.71]},
-                     index=list(ROWS))  # PAPER_NUMBERS.md, A-Table 1 (> 1000: diverged)
+                     index=list(ROWS))  # paper A, Table 1 (> 1000: diverged)
 PAPER_PARAMS = {"130M": 130e6, "250M": 250e6, "350M": 350e6, "1B": 1e9}  # the sizes' names, as the x of Fig. 1
 PAPER_TOKENS = {"130M": 2.2e9, "250M": 3.9e9, "350M": 6.0e9, "1B": 8.9e9}  # A-Table 1's training tokens
 PAPER_BATCH_TOKENS = 512 * 256  # 512 sequences of 256 tokens a step

@@ -80,7 +80,7 @@ PAPER = pd.DataFrame([[22.95, 37.83, 26.94, 52.72, 26.17, 11.60, 49.56, 32.54],
                       [26.53, 56.12, 41.68, 66.34, 30.16, 18.00, 50.56, 41.34],
                       [24.93, 38.35, 40.15, 63.55, 26.34, 16.20, 49.01, 36.93],
                       [27.08, 58.17, 45.24, 67.38, 32.81, 18.80, 52.49, 43.14]],
-                     index=list(ROWS), columns=[*TASKS, "Avg"])  # PAPER_NUMBERS.md, A-Table 2, 250M
+                     index=list(ROWS), columns=[*TASKS, "Avg"])  # paper A, Table 2, 250M
 
 runs_dir = Path(runs_root) / profile
 final = load_final(finetuned, runs_dir)

@@ -71,9 +71,9 @@ ROWS = {"Pre-LN": "pre_ln", "+ LayerScale": "layerscale", "+ SkipInit": "skipini
         "+ LNS + Scaled Init": "lns_scaled_init"}
 PAPER = pd.DataFrame({"130M": [26.73, 27.93, 27.41, 26.95, 26.04, 25.76, 25.80],
                       "250M": [21.92, 23.45, 22.29, 21.50, 20.98, 20.35, 20.79]},
-                     index=list(ROWS))  # PAPER_NUMBERS.md, A-Table 6
+                     index=list(ROWS))  # paper A, Table 6
 PAPER_TABLE3 = pd.DataFrame({"training loss": [2.96, 2.85], "perplexity": [19.30, 17.28]},
-                            index=["olmo_init", "lns"])  # PAPER_NUMBERS.md, A-Table 3 (OLMo-1B, 20B tokens)
+                            index=["olmo_init", "lns"])  # paper A, Table 3 (OLMo-1B, 20B tokens)
 PAPER_TOKENS = {"130M": 2.2e9, "250M": 3.9e9}  # A-Table 1's training tokens
 PAPER_BATCH_TOKENS = 512 * 256  # 512 sequences of 256 tokens a step
 

@@ -68,7 +68,7 @@ from cod.verdicts import REPRODUCED, Claims, best_of, compare, effect_text
 ROWS = {"Pre-LN": "pre_ln", "Admin": "admin", "Group-LN": "group_ln", "Sandwich-LN": "sandwich_ln",
         "Mix-LN": "mix_ln", "LNS": "lns"}
 PAPER = pd.DataFrame({"130M": [26.73, 27.91, 28.01, 26.51, 26.07, 25.76]},
-                     index=list(ROWS))  # PAPER_NUMBERS.md, A-Table 7
+                     index=list(ROWS))  # paper A, Table 7
 
 runs_dir = Path(runs_root) / profile
 sweep, chance = load_variants(experiment, runs_dir, list(ROWS.values()))

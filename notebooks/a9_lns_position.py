@@ -74,7 +74,7 @@ ROWS = {"Pre-LN": "pre_ln", "before LN": "lns_before_norm", "after Attn/FFN": "l
         "after residual": "lns_after_residual", "only after Attn": "lns_attn_only",
         "only after FFN": "lns_mlp_only", "after LN (LNS)": "lns"}
 PAPER = pd.DataFrame({"130M": [26.73, 26.97, 26.53, "1358.11 (diverged)", 26.89, 26.43, 25.76]},
-                     index=list(ROWS))  # PAPER_NUMBERS.md, A-Table 8
+                     index=list(ROWS))  # paper A, Table 8
 
 runs_dir = Path(runs_root) / profile
 sweep, chance = load_variants(experiment, runs_dir, list(ROWS.values()))

@@ -73,7 +73,7 @@ from cod.results import spread
 from cod.verdicts import (BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, accuracy_at_chance,
                           accuracy_floor, monotone, one_sample, usefulness_at_floor)
 
-# PAPER_NUMBERS.md: B-Table 1 and B-Figure 2 (project page)
+# paper B, Table 1 and Figure 2 (project page)
 PAPER = pd.DataFrame({
     "depth": [12, 16, 24, 32],
     "params": ["900M", "1.2B", "1.7B", "2.3B"],

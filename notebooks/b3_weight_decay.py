@@ -73,7 +73,7 @@ from cod.registry import definitions
 from cod.results import spread
 from cod.verdicts import Claims, Verdict, best_of, beyond_reach, compare, monotone, one_sample, usefulness_at_floor
 
-# PAPER_NUMBERS.md, B-Table 2
+# paper B, Table 2
 PAPER = pd.DataFrame({"lambda": [0, 0.01, 0.1, 1.0, 3.0], "val_ppl": [15.63, 15.20, 14.83, 15.55, 773.42],
                       "causal": [0.25, 0.26, 0.31, 0.20, 0.03], "permutation": [0.41, 0.42, 0.52, 0.50, 0.07],
                       "usefulness": [0.75, 0.75, 0.81, 0.69, 0.63]})

@@ -73,7 +73,7 @@ from cod.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verd
 
 PAPERS_SHORTEST = 256  # the shortest length of the paper's Table 3 and of the gains its text states
 
-# PAPER_NUMBERS.md, B-Table 3, by the paper's training length T
+# paper B, Table 3, by the paper's training length T
 PAPER = pd.DataFrame({"T_paper": [256, 512, 1024, 2048, 4096, 8192],
                       "val_ppl": [18.51, 15.71, 14.77, 14.51, 14.52, 16.30],
                       "causal": [0.24, 0.25, 0.28, 0.30, 0.31, 0.29],

@@ -56,7 +56,7 @@ from cod import plots
 from cod.ladder import load_ladder, paper_along, paper_rows, rungs_from, written
 from cod.verdicts import Claims, monotone, one_sample, usefulness_at_floor
 
-# PAPER_NUMBERS.md, B-Table 4, by the paper's G; our rung of each (MHA, GQA, MQA in both)
+# paper B, Table 4, by the paper's G; our rung of each (MHA, GQA, MQA in both)
 PAPER = pd.DataFrame({"val_ppl": [14.52, 14.50, 14.47], "causal": [0.31, 0.31, 0.34],
                       "permutation": [0.51, 0.57, 0.63], "usefulness": [0.81, 0.87, 0.87]},
                      index=["MHA (G=1)", "GQA (G=4)", "MQA (G=16)"])

@@ -64,7 +64,7 @@ from cod.ladder import load_ladder, paper_pair, paper_rows, rungs_from, written
 from cod.verdicts import Claims, compare, usefulness_at_floor
 
 PAIRS = {"small": ("Dense-small", "MoE-small (shared)"), "large": ("Dense", "MoE")}  # (dense, MoE) of equal active size
-# PAPER_NUMBERS.md, B-Table 5, by the paper's model; our rung of each
+# paper B, Table 5, by the paper's model; our rung of each
 PAPER = pd.DataFrame({"val_ppl": [17.56, 15.89, 14.52, 13.82], "causal": [0.30, 0.36, 0.31, 0.34],
                       "permutation": [0.54, 0.59, 0.51, 0.61], "usefulness": [0.87, 0.94, 0.81, 0.94]},
                      index=["Dense-400M", "MoE-2B-A400M", "Dense-1B", "MoE-7B-A1B"])

@@ -76,7 +76,7 @@ from cod import plots
 from cod.ladder import load_ladder, paper_pair, rungs_from, written
 from cod.verdicts import Claims, Verdict, accuracy_at_chance, accuracy_floor, compare, usefulness_at_floor
 
-# PAPER_NUMBERS.md, B-Figure 1: the chosen rungs (T = 4096, lambda = 0.3, G = 2, MoE), accuracy in percent
+# paper B, Figure 1: the chosen rungs (T = 4096, lambda = 0.3, G = 2, MoE), accuracy in percent
 PAPER = pd.DataFrame({"accuracy": [40.1, 39.5, 40.0, 41.4, 42.1, 44.1],
                       "usefulness": [0.75, 0.53, 0.59, 0.63, np.nan, 0.75]},
                      index=["L=16", "L=32", "+ long context", "+ weight decay", "+ GQA", "+ MoE"])

@@ -51,15 +51,12 @@ models = ["smollm2-135m", "qwen2.5-coder-0.5b", "gemma3-270m"]  # analyses/<prof
 ladder = "b_depth"  # our depth ladder's analysis, shown beside the public models
 ladder_variants = ["d12", "d16", "d24", "d32"]
 taus = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5]  # thresholds of the usefulness curve
-readme = "README.md"  # its scoring-times block is rewritten for the profile below
-readme_profile = "default"  # the profile whose timings the README shows
-readme_model = "smollm2-135m"  # the model whose timings the README shows (a 135M decoder)
+timing_model = "smollm2-135m"  # the model whose timings scoring_times.md shows (a 135M decoder)
 
 # %%
 from cod import kernel
 
 figures_dir = kernel.start("b9_open_weight_scores", profile, figures_dir)  # unset: a folder of its own
-readme = readme if kernel.committed(figures_dir, "b9_open_weight_scores", profile) else ""  # a run by hand leaves it alone
 
 # %%
 import json
@@ -90,7 +87,7 @@ ladder_scores = load_analyses(Path(analyses_root) / profile / ladder, ladder_var
 tau = next(iter(settings.values()))["tau"]
 print("settings:", {k: v for k, v in next(iter(settings.values())).items() if k not in ("models", "model")})
 
-# PAPER_NUMBERS.md: B-Table 1 and B-Figure 2 (project page), paper B's own trained models
+# paper B, Table 1 and Figure 2 (project page), paper B's own trained models
 PAPER = pd.DataFrame({"layers": [12, 16, 24, 32], "causal": [0.355, 0.336, 0.289, 0.259],
                       "permutation": [0.985, 0.713, 0.438, 0.306], "usefulness": [1.000, 0.813, 0.625, 0.562],
                       "E": [12, 13, 15, 18], "W": [0, 3, 9, 14]})
@@ -339,7 +336,7 @@ display(Markdown("\n\n".join(lines)))
 
 
 # %% [markdown]
-# The README's paragraph on the public models, from the same numbers (written at `readme_profile`).
+# The paragraph on the public models, from the same numbers (public_models.md, which docs/results.md shows).
 
 # %%
 def rhos(f) -> str:
@@ -367,8 +364,7 @@ public_text = " ".join([
     "(the budget was 20 minutes a model); the section below lists each measure's time.",
 ]).replace("  ", " ")
 display(Markdown(public_text))
-if profile == readme_profile and scoreboard.update_readme(readme, public_text, scoreboard.OPEN_WEIGHTS_MARKERS):
-    print(f"{readme}: public-models block updated")
+Path(figures_dir, "public_models.md").write_text(public_text + "\n")
 
 # %% [markdown]
 # ## What scoring costs on this CPU
@@ -381,21 +377,20 @@ times = pd.concat({m: scoreboard.scoring_times(a.seconds, settings[m], len(a.var
                   names=["model"])
 times.to_csv(Path(figures_dir) / "scoring_times.csv")
 display(times)
-if profile == readme_profile and readme_model in scores:  # the README shows the default profile's timings
-    at, n_blocks = times.loc[readme_model], len(scores[readme_model].variance)
+if timing_model in scores:  # scoring_times.md, which docs/measurements.md shows
+    at, n_blocks = times.loc[timing_model], len(scores[timing_model].variance)
     all_pairs = n_blocks * (n_blocks - 1) // 2
     block = "\n".join([
-        f"Scoring `{readme_model}` ({n_blocks} blocks) on this project's 2-core CPU machine, as the "
-        f"`analyse_open@{readme_model}` stage timed it ({settings[readme_model]['threads']} threads; `b9_open_weight_scores`, "
+        f"Scoring `{timing_model}` ({n_blocks} blocks) on this project's 2-core CPU machine, as the "
+        f"`analyse_open@{timing_model}` stage timed it ({settings[timing_model]['threads']} threads; `b9_open_weight_scores`, "
         f"[all {len(scores)} models](figures/{profile}/b9_open_weight_scores/scoring_times.csv)):",
         "",
         scoreboard.markdown(at).strip(),
         "",
-        f"All {all_pairs} permutation pairs at {settings[readme_model]['permutation_tokens']} tokens would take about "
+        f"All {all_pairs} permutation pairs at {settings[timing_model]['permutation_tokens']} tokens would take about "
         f"{all_pairs * at.loc['permutation', 'seconds per item'] / 60:.0f} minutes; pass `pairs=` to draw fewer.",
     ])
-    if scoreboard.update_readme(readme, block, scoreboard.TIMING_MARKERS):
-        print(f"{readme}: scoring-times block updated")
+    Path(figures_dir, "scoring_times.md").write_text(block + "\n")
 
 # %% [markdown]
 # ## What the figures show

@@ -29,15 +29,13 @@
 profile = "default"  # smoke | default | paper: whose notebooks to gather
 figures_root = "figures"
 figures_dir = None  # default: figures/<profile>/claims
-readme = "README.md"  # its claims-summary block is rewritten for the profile below
-readme_profile = "default"  # the profile whose results the README shows
-headline_profile = "headline"  # run under it, this notebook writes the README's headline table: both profiles
+miniature_profile = "default"  # the profile the headline table sets the headline profile's verdicts beside
+headline_profile = "headline"  # run under it, this notebook writes the headline table (headline.md): both profiles
 
 # %%
 from cod import kernel
 
 figures_dir = kernel.start("claims", profile, figures_dir)  # unset: a folder of its own
-readme = readme if kernel.committed(figures_dir, "claims", profile) else ""  # a run by hand leaves it alone
 
 # %%
 from pathlib import Path
@@ -95,8 +93,8 @@ fig.suptitle(f"Verdicts per notebook: every judged claim ({profile} profile, {le
 plots.show(fig, figures_dir, "verdicts_by_notebook")
 
 # %% [markdown]
-# ## The summary the README shows
-# Generated here and copied into README.md between its claims-summary markers.
+# ## The summary docs/results.md shows
+# Generated here (summary.md, findings.md); `python -m cod.report` puts them in docs/results.md.
 
 # %%
 REPLICATION = ["reproduced", "not reproduced", "inconclusive", "beyond reach"]
@@ -151,10 +149,6 @@ block = "\n".join(lines)
 display(Markdown(block))
 notes = scoreboard.findings(table)
 (out / "findings.md").write_text(notes)
-if profile == readme_profile and scoreboard.update_readme(readme, block):
-    print(f"{readme}: claims summary updated")
-if profile == readme_profile and scoreboard.update_readme(readme, notes, scoreboard.FINDINGS_MARKERS):
-    print(f"{readme}: findings per notebook updated")
 
 # %% [markdown]
 # ## The headline claims at both CPU profiles
@@ -165,17 +159,15 @@ if profile == readme_profile and scoreboard.update_readme(readme, notes, scorebo
 # %%
 if profile == headline_profile:
     ids = list(headline_claims(load_registry()))
-    miniature = scoreboard.collect(figures_root, readme_profile)
-    headline = scoreboard.headline_markdown(miniature, table, ids, (readme_profile, profile))
+    miniature = scoreboard.collect(figures_root, miniature_profile)
+    headline = scoreboard.headline_markdown(miniature, table, ids, (miniature_profile, profile))
     judged = sum(len(rows) > 0 for _, _, rows in scoreboard.headline_pairs(miniature, table, ids))
     headline = (f"{judged} of the {len(ids)} headline claims judged on the `{profile}` profile so far, each beside "
-                f"its verdict on the `{readme_profile}` miniature (in brackets the effect, named by what it divides or "
+                f"its verdict on the `{miniature_profile}` miniature (in brackets the effect, named by what it divides or "
                 f"subtracts, or per rung of a ladder, or against the value it is set against; its 95% interval; the "
                 f"paper's effect taken the same way):\n\n{headline}")
     (out / "headline.md").write_text(headline)
     display(Markdown(headline))
-    if scoreboard.update_readme(readme, headline, scoreboard.HEADLINE_MARKERS):
-        print(f"{readme}: headline table updated")
 
 # %% [markdown]
 # ## The claims that do not reproduce at this scale

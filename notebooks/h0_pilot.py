@@ -72,8 +72,6 @@ analysis = "h0_pilot"  # analyses/<profile>/<analysis>/: the removal scores of t
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/h0_pilot
-readme = "README.md"  # its headline-pilot block is rewritten when profile is the headline profile below
-readme_profile = "headline"
 margin_nats = 2.25  # test 1
 min_rho = 0.9  # test 2
 min_depth_ratio = 4.0  # test 2
@@ -84,7 +82,6 @@ max_removal_ratio = 0.5  # test 4
 from cod import kernel
 
 figures_dir = kernel.start("h0_pilot", profile, figures_dir)  # unset: a folder of its own
-readme = readme if kernel.committed(figures_dir, "h0_pilot", profile) else ""  # a run by hand leaves it alone
 
 # %%
 import json
@@ -214,5 +211,4 @@ block = "\n".join([
 Path(figures_dir, "choice.md").write_text(block + "\n")
 save_claims(figures_dir, [])  # the pilot judges no paper claim: it chooses the profile the headline claims use
 display(Markdown(block))
-if profile == readme_profile and scoreboard.update_readme(readme, block, scoreboard.PILOT_MARKERS):
-    print(f"{readme}: headline pilot block updated")
+

@@ -19,6 +19,14 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test`: a worker a core, so on
 VOCAB = 300
 
 
+
+def documentation() -> str:
+    """README.md and the hand-written docs pages, one after the other: where the commands and code
+    blocks a user is told to run live (the generated pages, cod.report.PAGES, hold none)."""
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    return "\n\n".join(page.read_text() for page in pages)
+
 @pytest.fixture
 def tiny_tokens(tmp_path):
     """A tokens_dir holding bpe300/{train,val}.bin of patterned random tokens."""
@@ -93,13 +101,13 @@ SLOW = (
     "test_data.py::test_pinned_snapshot_matches_the_extraction_code",
     "test_data.py::test_snapshot_cli_pins_verifies_and_names_a_changed_source",
     "test_dvc_stages.py::test_dvc_shows_both_profiles_finals_the_claims_summary_and_a_curve",
-    "test_dvc_stages.py::test_the_readme_graph_is_dvcs_graph_now",
+    "test_dvc_stages.py::test_the_pipeline_page_shows_dvcs_graph_now",
     "test_experiments.py::test_a_forked_cpu_run_trains_from_the_repository_and_returns_its_status",
     "test_experiments.py::test_ctrl_c_stops_the_runs_at_their_checkpoints_and_prints_one_line",
     "test_experiments.py::test_default_profile_meets_the_miniatures_criterion",
     "test_experiments.py::test_forked_processes_ended_side_by_side_report_their_own_exit_status",
     "test_experiments.py::test_plan_prints_every_experiment_and_the_totals",
-    "test_experiments.py::test_the_readme_plan_table_counts_each_profiles_runs_and_measured_hours",
+    "test_experiments.py::test_the_plan_table_counts_each_profiles_runs_and_measured_hours",
     "test_fingerprint.py::test_committed_runs_are_complete_under_the_current_code",
     "test_gpu_lease.py::test_the_dry_call_exports_after_every_item_and_imports_back",
     "test_gpu_path.py::test_a_peak_carried_along_depth_is_the_traced_peak",

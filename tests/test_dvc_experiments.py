@@ -15,8 +15,10 @@ import yaml
 from dvc.utils.hydra import apply_overrides
 from dvc.utils.serialize import modify_yaml
 
+from conftest import documentation
+
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+README = documentation()  # README.md and the docs pages it leads to
 
 
 def readme_experiment() -> list[str]:

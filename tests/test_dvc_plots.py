@@ -15,11 +15,12 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
+from conftest import documentation
 from cod import plots_page
 from test_site import browser_paths
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+README = documentation()  # README.md and the docs pages it leads to
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage")
 DRAWN = ".vega-embed .chart-wrapper > .marks"  # the canvas or svg vega draws a plot into

@@ -131,8 +131,8 @@ def test_stages_of_the_same_neighbours_are_one_node_and_groups_one_each():
     assert text.count("-->") == 6 and text.startswith("```mermaid\nflowchart LR\n")
 
 
-def test_the_readme_graph_is_dvcs_graph_now():
-    assert stages.readme_graph() == stages.graph_block(), "`python -m cod.stages --write` redraws it"
+def test_the_pipeline_page_shows_dvcs_graph_now():
+    assert stages.graph_block() in (ROOT / "docs" / "pipeline.md").read_text(), "`python -m cod.report` redraws it"
 
 
 def stage_names() -> list[str]:
@@ -152,7 +152,7 @@ def stage_names() -> list[str]:
 
 def test_make_repro_reproduces_one_profile_and_curves_alone():
     """The Makefile's globs split dvc.yaml's stages: each stage is one profile's, never both's, and
-    only `curves` and `report`, which read both profiles' committed files, are left to run alone
+    only `curves` and `docs`, which read both profiles' committed files, are left to run alone
     (--single-item)."""
     makefile = (ROOT / "Makefile").read_text()
     globs = {target: re.search(rf"^{target} := (.*)$", makefile, flags=re.M).group(1).replace("'", "").split()
@@ -160,10 +160,10 @@ def test_make_repro_reproduces_one_profile_and_curves_alone():
     for name in stage_names():
         matched = [t for t, patterns in globs.items() if any(fnmatch(name, p) for p in patterns if p != "prepare")]
         headline = name.startswith(("train_headline@", "analyse_headline@", "headline_")) or re.match(r"h\d+_", name)
-        expected = [] if name in ("prepare", "curves", "report") else ["HEADLINE_STAGES"] if headline else \
+        expected = [] if name in ("prepare", "curves", "docs") else ["HEADLINE_STAGES"] if headline else \
             ["DEFAULT_STAGES"]
         assert matched == expected, name
-    assert "dvc repro --single-item curves" in makefile and "dvc repro --single-item report" in makefile
+    assert "dvc repro --single-item curves" in makefile and "dvc repro --single-item docs" in makefile
 
 
 def test_a_headline_stage_runs_its_notebook_on_the_headline_profiles_experiments():

@@ -25,7 +25,7 @@ from cod.metrics.attention import attention_at_lengths
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.flops import flops_per_token
 from cod.params import ROOT, Run, all_runs, load_params, profile_settings, resolve_runs, section_of
-from cod.plan import (CPU_PROFILES, PLAN_MARKERS, measured_core_hours, plan, readme_block, run_seconds, shape_key,
+from cod.plan import (CPU_PROFILES, measured_core_hours, plan, record_block, run_seconds, shape_key,
                       tokens_per_parameter)
 from cod.run import main as train_main
 from cod.metrics.effectiveness import analyse_layers
@@ -116,7 +116,7 @@ def test_an_unmeasured_shape_takes_a_measured_speed_of_its_width_scaled_by_flops
     assert seconds == pytest.approx(tokens / (1000.0 * ratio) + 5.0)
 
 
-def test_the_readme_plan_table_counts_each_profiles_runs_and_measured_hours(tmp_path, monkeypatch):
+def test_the_plan_table_counts_each_profiles_runs_and_measured_hours(tmp_path, monkeypatch):
     for module in ("cod.plan", "cod.params"):
         monkeypatch.setattr(f"{module}.ROOT", tmp_path)
     monkeypatch.setattr("cod.plan.time_steps", lambda cfg: 1000.0)
@@ -125,12 +125,11 @@ def test_the_readme_plan_table_counts_each_profiles_runs_and_measured_hours(tmp_
         (tmp_path / "runs" / "smoke" / name / "final.json").write_text(json.dumps({"wall_s": wall}))
     assert measured_core_hours("smoke") == 2.0
     params = smoke_params()
-    block = readme_block(params, profiles=("smoke",))
+    block = record_block(params, profiles=("smoke",))
     row = next(line for line in block.splitlines() if line.startswith("| `smoke`"))
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[1:3] == [str(len(all_runs(params))), "0"] and cells[-1] == "2.0"
-    readme = (ROOT / "README.md").read_text()
-    committed = readme.split(PLAN_MARKERS[0])[1].split(PLAN_MARKERS[1])[0]
+    committed = (ROOT / "runs" / "plan.md").read_text()  # python -m cod.experiments plan --record
     assert all(f"| `{profile}` |" in committed for profile in CPU_PROFILES)
 
 

@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import torchrun
+from conftest import documentation, torchrun
 from cod import analysis
 from cod.data.tokenizer import train_bpe
 from cod.params import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+README = documentation()  # README.md and the docs pages it leads to
 
 
 def blocks(language: str) -> list[str]:

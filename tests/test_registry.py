@@ -11,7 +11,7 @@ from cod.registry import (DEFAULT_PATH, ClaimEntry, RegistryError, definitions, 
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The papers' tables, typed in from PAPER_NUMBERS.md (paper A's cells: arXiv v5) and paper B's text.
+# The papers' tables, typed in from the papers (paper A's cells: arXiv v5) and paper B's text.
 A_TABLE1 = {"130M": {"Post-LN": 26.95, "DeepNorm": 27.17, "Mix-LN": 26.07, "Pre-LN": 26.73, "LNS": 25.76},
             "250M": {"Post-LN": 1409.79, "DeepNorm": 22.77, "Mix-LN": 21.39, "Pre-LN": 21.92, "LNS": 20.35},
             "350M": {"Post-LN": 1368.33, "DeepNorm": 1362.59, "Mix-LN": 1363.21, "Pre-LN": 19.58, "LNS": 18.20},
@@ -268,9 +268,9 @@ def test_definitions(registry):
         assert definition.ours and definition.source and definition.why
 
 
-def test_the_readme_states_every_definition_against_its_source():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## Definitions that interpret their sources", 1)[1].split("\n## ", 1)[0]
+def test_the_library_page_states_every_definition_against_its_source():
+    library = (Path(__file__).resolve().parent.parent / "docs" / "library.md").read_text()
+    section = library.split("## Definitions that interpret their sources", 1)[1].split("\n## ", 1)[0]
     for name, definition in definitions().items():
         line = next(line for line in section.splitlines() if f"**`{name}`**" in line)
         assert ("(departs)" in line) == definition.departs, name

@@ -41,33 +41,12 @@ def test_markdown_escapes_pipes_and_formats_numbers():
     assert text.splitlines() == ["| claim | mean |", "|---|---|", "| a \\| b | 0.1235 |"]
 
 
-def test_update_readme_rewrites_only_between_its_markers(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{scoreboard.README_START}\nold\n{scoreboard.README_END}\nrest\n")
-    assert scoreboard.update_readme(readme, "new table")
-    assert readme.read_text() == f"intro\n{scoreboard.README_START}\nnew table\n{scoreboard.README_END}\nrest\n"
-    assert scoreboard.readme_block(readme) == "new table"
-    assert not scoreboard.update_readme(tmp_path / "missing.md", "x")
-    plain = tmp_path / "plain.md"
-    plain.write_text("no markers\n")
-    assert not scoreboard.update_readme(plain, "x") and plain.read_text() == "no markers\n"
-    start, end = scoreboard.PILOT_MARKERS  # another block, other markers: the claims block is left alone
-    readme.write_text(readme.read_text() + f"{start}\nold pilot\n{end}\n")
-    assert scoreboard.update_readme(readme, "new pilot", scoreboard.PILOT_MARKERS)
-    assert "new pilot" in readme.read_text() and scoreboard.readme_block(readme) == "new table"
-
-
-def test_the_readme_shows_the_generated_summary():
-    summary = ROOT / "figures" / "default" / "claims" / "summary.md"
-    assert scoreboard.readme_block(ROOT / "README.md") == summary.read_text().strip()
-
-
-def test_the_readme_leads_its_results_with_the_generated_headline_table():
-    table = ROOT / "figures" / "headline" / "claims" / "headline.md"
-    readme = (ROOT / "README.md").read_text()
-    assert scoreboard.readme_block(ROOT / "README.md", scoreboard.HEADLINE_MARKERS) == table.read_text().strip()
-    results = readme.split("## Results so far", 1)[1]
-    assert results.index(scoreboard.HEADLINE_MARKERS[0]) < results.index(scoreboard.README_START)
+def test_the_results_page_shows_the_generated_summary_and_headline_table():
+    results = (ROOT / "docs" / "results.md").read_text()
+    summary = (ROOT / "figures" / "default" / "claims" / "summary.md").read_text().strip()
+    headline = (ROOT / "figures" / "headline" / "claims" / "headline.md").read_text().strip()
+    assert headline.splitlines()[0] in results and summary.splitlines()[0] in results
+    assert results.index(headline.splitlines()[0]) < results.index(summary.splitlines()[0])
 
 
 def test_findings_list_each_notebooks_decisive_claims_with_their_effect():
@@ -123,13 +102,13 @@ def shown_markdown(name: str) -> list[str]:
             for out in cell.get("outputs", []) if "text/markdown" in out.get("data", {})]
 
 
-def test_the_readme_paragraph_on_public_models_is_the_one_the_executed_b9_wrote():
-    block = scoreboard.readme_block(ROOT / "README.md", scoreboard.OPEN_WEIGHTS_MARKERS)
+def test_the_paragraph_on_public_models_is_the_one_the_executed_b9_wrote():
+    block = (ROOT / "figures" / "default" / "b9_open_weight_scores" / "public_models.md").read_text().strip()
     assert block and block in shown_markdown("b9_open_weight_scores")
 
 
-def test_the_readmes_account_of_the_default_pilot_is_the_one_the_executed_a0_wrote():
-    block = scoreboard.readme_block(ROOT / "README.md", scoreboard.DEFAULT_PILOT_MARKERS)
+def test_the_account_of_the_default_pilot_is_the_one_the_executed_a0_wrote():
+    block = (ROOT / "figures" / "default" / "a0_miniature" / "pilot.md").read_text().strip()
     shown = shown_markdown("a0_miniature")
     assert block and any(block == f"{pilot}\n\n{closing}" for pilot in shown for closing in shown)
     assert "language-model runs have" in block

@@ -2,10 +2,13 @@
 record of how long the suite takes (tests/timing.py)."""
 
 import ast
+import json
 from pathlib import Path
 
 import timing
 from conftest import SLOW
+
+from cod import report
 
 TESTS = Path(__file__).resolve().parent
 
@@ -20,25 +23,21 @@ def test_every_test_named_slow_exists():
     assert len(set(SLOW)) == len(SLOW)
 
 
-def test_the_timing_record_reads_pytests_summary_and_fills_the_readme_table():
+def test_the_timing_record_reads_pytests_summary_and_fills_the_measurements_table(tmp_path):
     assert timing.counts("....\n3 failed, 660 passed, 1 skipped, 19 warnings in 900.12s (0:15:00)\n") == {
         "failed": 3, "passed": 660, "skipped": 1, "warnings": 19}
     assert timing.counts("===== 12 passed in 3.01s =====") == {"passed": 12}
     record = {"suite": "make test", "date": "2026-11-27", "wall_s": 600.0, "cpu_s": 1020.0, "cores": 2,
               "load_before": 0.1, "exit": 0, "tests": {"passed": 660, "skipped": 1}}
-    row = timing.table([record]).splitlines()[-1]
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "timings.json").write_text(json.dumps([record]))
+    row = report.suite_table(tmp_path).splitlines()[-1]
     assert row == "| `make test` | 660 passed, 1 skipped | 10.0 min | 17.0 min | 2 | 0.1 | 2026-11-27 |"
     assert set(timing.SUITES) == {"make test", "make test-fast"}
     makefile = (TESTS.parent / "Makefile").read_text()
     for name, arguments in timing.SUITES.items():  # the Makefile's commands, as timed
         target = makefile.split(f"\n{name.split()[1]}: install\n", 1)[1].splitlines()[0]
         assert target.split("pytest ", 1)[1].startswith(" ".join(a if " " not in a else f'"{a}"' for a in arguments))
-
-
-def test_the_readme_table_is_the_record():
-    readme = (TESTS.parent / "README.md").read_text()
-    block = readme.split(timing.MARKERS[0], 1)[1].split(timing.MARKERS[1], 1)[0]
-    assert block.strip() == timing.table(timing.recorded())
 
 
 def test_the_timing_record_keeps_the_slowest_test_phases():

