@@ -52,6 +52,8 @@ def test_the_generated_pages_are_what_the_committed_files_give():
 
 def test_nothing_points_outside_the_repository():
     for path in tracked_text_files():
+        if path == Path(__file__).resolve():  # the names it looks for
+            continue
         text = path.read_text(errors="ignore")
         for name in OUTSIDE:
             assert name not in text, f"{path.relative_to(ROOT)} cites {name}, which the repository does not hold"

@@ -9,9 +9,11 @@ instead of delta_l = h_l - h_{l-1}. The causal effect of s on l is the relative 
 over all pairs s < l:  C = 2 / (L (L - 1)) sum_{s < l} c(s, l)                  (eq. 6).
 A block whose update is zero (an identity block) unchanged by the skip counts 0 (0/0 := 0).
 
-Residual updates are taken on the stream before the final norm, also for the last block
-(the authors' script reads Hugging Face hidden states, whose last entry is after the
-final norm). Each skip resumes from the cached input of block s.
+Residual updates are taken on the stream before the final norm, also for the last block:
+the authors' code does so since pUmpKin-Co/SparsityAndCoD 47d0929 (2026-05-01, "fix feature
+collection bug"); before it, and so for the paper (March 2026), its Hugging Face wrapper
+appended the last hidden state after the final norm (the registry's `final_hidden_state`
+departure). Each skip resumes from the cached input of block s.
 """
 
 from __future__ import annotations
