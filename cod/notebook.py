@@ -54,6 +54,7 @@ from typing import Any
 import nbformat
 
 from cod import ROOT, load_yaml
+from cod import ROOT as KERNEL_ROOT  # where cod.kernel places a stage's folder
 from cod.config import ConfigError, parse_override
 from cod.kernel import assigned, checked_parameters, stage_folder
 from cod.pipeline import resolved_stages, run_stages
@@ -149,7 +150,9 @@ def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | N
     default = EXECUTED / str(parameters["profile"]) / f"{name}.ipynb"
     output = Path(output or default).resolve()
     if "figures_dir" in declared:
-        folder = stage_folder(name, str(parameters["profile"])) if output == default else figures_beside(output)
+        # the stage's folder under this runner's ROOT (kernel.stage_folder's, but for a ROOT a test may move)
+        folder = ROOT / stage_folder(name, str(parameters["profile"])).relative_to(KERNEL_ROOT) if output == default \
+            else figures_beside(output)
         parameters.setdefault("figures_dir", relative(folder))
     output.parent.mkdir(parents=True, exist_ok=True)
     print(f"[notebook {name}] parameters: {parameters}", flush=True)

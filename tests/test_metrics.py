@@ -409,3 +409,15 @@ def test_usefulness_at_another_tau_and_the_matched_tau():
     assert sum(x.at(tau).effective for x in (u, v)) == 6
     with pytest.raises(ValueError, match="share=1"):
         matched_tau([u], share=1)
+
+
+def test_the_authors_usefulness_is_left_out_where_the_scoring_tokens_cannot_fit_it():
+    """The authors' fit is solved on the scoring tokens themselves: with at most width + 1 of them (an
+    open-weight model's few windows) the analysis leaves it out instead of refusing the whole analysis."""
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=61, d_model=16, n_layers=2, n_heads=2, max_seq_len=16)).eval()
+    ids = torch.randint(0, 61, (8, 9))
+    few = analyse_layers(model, ids[:2, :-1], ids[:2, 1:], ids[4:, :-1], ids[:1, :-1])  # 16 scored, width 16
+    many = analyse_layers(model, ids[:4, :-1], ids[:4, 1:], ids[4:, :-1], ids[:1, :-1])  # 32 scored
+    assert few.usefulness_authors is None and few.usefulness is not None
+    assert many.usefulness_authors is not None and len(many.usefulness_authors.loss) == 2

@@ -164,10 +164,11 @@ def test_ppl_and_loss_cuts_the_loss_axis_at_the_median_plus_one():
     sweep = pd.DataFrame({"variant": ["a", "b"], "seed": [0, 0], "ppl": [10.0, 12.0], "failed": [False, False]})
     history = pd.DataFrame({"variant": ["a"] * 3 + ["b"] * 3, "seed": 0, "tokens": [1, 2, 3] * 2,
                             "loss": [9.0, 5.0, 4.0, 8.0, 6.0, 4.5]})
-    fig, ax_ppl, ax = ppl_and_loss(sweep, history, {"A": "a", "B": "b"}, pd.Series({"A": 26.7, "B": 25.8}), "paper")
+    fig, ax_ppl, ax = ppl_and_loss(sweep, history, {"Pre-LN": "a", "LNS": "b"},
+                                   pd.Series({"Pre-LN": 26.7, "LNS": 25.8}), "paper")
     assert ax.get_ylim()[1] == pytest.approx(5.5 + 1.0)
-    assert ax.get_legend_handles_labels()[1] == ["A", "B"] and len(fig.legends) == 1
-    assert ax_ppl.get_ylabel() == "validation perplexity (ours)"
+    assert ax.get_legend_handles_labels()[1] == ["Pre-LN", "LNS"] and len(fig.legends) == 1
+    assert ax_ppl.get_ylabel() == "validation perplexity / Pre-LN's\n(below 1: lower, better)"  # ratios: one scale
     plt.close(fig)
 
 

@@ -46,7 +46,8 @@ class LayerAnalysis:
     weight_sparsity: np.ndarray  # (len(thresholds),) over all parameters
     attention: AttentionStats | None  # None unless attention thresholds were given
     seconds: dict[str, float] = field(default_factory=dict)  # wall time of each metric
-    # the authors' usefulness (cod.metrics.usefulness.usefulness_authors); None in analyses stored before it
+    # the authors' usefulness (cod.metrics.usefulness.usefulness_authors); None in analyses stored before it,
+    # and where the scoring tokens, which it is fitted on, number at most width + 1 (an open-weight model's few)
     usefulness_authors: Usefulness | None = None
 
 
@@ -93,7 +94,8 @@ def analyse_layers(model: LayeredModel, idx: torch.Tensor, targets: torch.Tensor
             model, first_sequences(model, stream, permutation_sequences or len(idx)), permutation_pairs, seed,
             progress)),
         usefulness=timed("usefulness", usefulness_scores, model, stream, fit, tau, progress),
-        usefulness_authors=timed("usefulness_authors", usefulness_authors, model, stream, tau, progress),
+        usefulness_authors=(timed("usefulness_authors", usefulness_authors, model, stream, tau, progress)
+                            if stream.h[0][..., 0].numel() > stream.h[0].shape[-1] + 1 else None),
         jacobians=timed("jacobian", block_jacobians, model, jac_stream, seed, progress),
         kurtosis=timed("kurtosis", layer_kurtosis, stream),
         weight_sparsity=timed("weight_sparsity", weight_sparsity, model.parameters(), weight_thresholds),
