@@ -319,6 +319,13 @@ def answer(root: Path = ROOT) -> str:
             said = "; ".join(_short(row) for row in found) or "not judged at this profile"
             lines.append(f"- *{question.text}* {said}.")
         lines.append("")
+    moved = judged[judged["notebook"] == "h2_departures"] if len(judged) else judged
+    if len(moved):
+        words = {REPRODUCED: "toward the paper", NOT_REPRODUCED: "away from it"}
+        said = "; ".join(f"`{id_}` {words.get(row['verdict'], row['verdict'])} ({row['scale']} {row['effect']:.3g} "
+                         f"[{row['ci_low']:.3g}, {row['ci_high']:.3g}])" for id_, row in moved.iterrows())
+        lines += ["**Does the authors' released recipe move our effects toward the papers'?** (readings of ours, "
+                  f"`h2_departures`; the effect under the authors' recipe over cod's, paired by seed) {said}.", ""]
     return "\n".join(lines).strip() + "\n"
 
 
