@@ -205,11 +205,14 @@ class RecipeTest:
         ours, theirs, move = self.judge(source)
         return {"departure": self.departure, "claim": self.claim, "statistic": self.statistic.name,
                 "paper": "a direction" if self.statistic.paper is None else f"{self.statistic.paper:.3g}",
-                "cod": _cell(ours), "released": _cell(theirs),
+                "cod": _cell(ours), "released": _cell(theirs, self.statistic.per_seed(source, self.released)),
                 "moved toward the paper": move.verdict if move.n else "not run", "move": _cell(move)}
 
 
-def _cell(v: Verdict) -> str:
+def _cell(v: Verdict, per_seed: pd.Series | None = None) -> str:
+    """'effect [low, high] (n=K)'; one seed's value where a single seed gives no interval."""
+    if v.effect is None and per_seed is not None and len(per_seed) == 1:
+        return f"{per_seed.iloc[0]:.3g} (n=1, no interval)"
     if v.effect is None:
         return f"n={v.n or 0}"
     return f"{v.effect:.3g} [{v.ci[0]:.3g}, {v.ci[1]:.3g}] (n={v.n})"
