@@ -86,11 +86,11 @@ def first_after(fraction: float) -> int:
 
 
 def first_blocks(k: int) -> list[int]:
-    return list(range(1, k + 1))
+    return list(range(1, min(k, n_layers) + 1))  # a neighbouring choice may ask for more blocks than a small model has
 
 
 def last_blocks(k: int) -> list[int]:
-    return list(range(n_layers - k + 1, n_layers + 1))
+    return list(range(max(1, n_layers - k + 1), n_layers + 1))
 
 
 warm, shallow, deep = first_after(warmup_fraction), first_blocks(shallow_layers), last_blocks(deep_layers)
