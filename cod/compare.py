@@ -32,6 +32,9 @@ def unigram_perplexity(dataset_dir: str | Path, eval_tokens: int | None = None) 
     """Perplexity on val.bin (its first `eval_tokens` tokens) of token frequencies counted on
     train.bin, add-one smoothed: the failure line of `mark_failed`."""
     dataset_dir = Path(dataset_dir)
+    if not (dataset_dir / "meta.json").is_file():
+        raise FileNotFoundError(f"no token arrays in {dataset_dir} to draw the failure line from: "
+                                "`dvc repro prepare` makes them")
     vocab = json.loads((dataset_dir / "meta.json").read_text())["vocab_size"]
     counts = np.bincount(np.asarray(open_tokens(dataset_dir / "train.bin")), minlength=vocab) + 1.0
     val = np.asarray(open_tokens(dataset_dir / "val.bin")[:eval_tokens])

@@ -48,3 +48,9 @@ def test_ppl_table_puts_ours_beside_the_papers():
     assert table.loc["Pre-LN", ("130M", "ours")] == "11.0 ± 1.4 (n=2)"
     assert table.loc["LNS", ("130M", "ours")] == "9.0 (n=1), failed 1/2: 600.0"
     assert table.loc["LNS", ("130M", "paper")] == 25.76
+
+
+def test_the_failure_line_without_token_arrays_names_the_stage_that_makes_them(tmp_path):
+    with pytest.raises(FileNotFoundError) as missing:
+        unigram_perplexity(tmp_path / "bpe2048")
+    assert "\n" not in str(missing.value) and "`dvc repro prepare` makes them" in str(missing.value)

@@ -226,7 +226,9 @@ def test_without_figures_dir_a_notebook_writes_to_a_folder_of_its_own(tmp_path, 
     assert kernel.start(A4, "default", "/somewhere") == "/somewhere"
 
 
-CHEAPEST = "a8_other_norms"  # the notebook papermill runs below: a few seconds of cells
+# the notebook papermill runs below: a few seconds of cells, and only committed files to read (no
+# token arrays: a fresh clone has none)
+CHEAPEST = "a2_pre_vs_post_ln"
 
 
 def papermill_run(tmp_path, *parameters: str) -> subprocess.CompletedProcess:
