@@ -82,7 +82,7 @@ test-floor: install
 		tests/test_interop.py tests/test_adapters.py tests/test_eval.py tests/test_model.py
 
 benchmark: install
-	$(BIN)/python -m cod.benchmark
+	$(BIN)/python -m cod.tools.benchmark
 
 html: install
 	$(BIN)/python -m cod.notebook --html
@@ -94,7 +94,7 @@ site: install
 MODE ?= lease
 LEASE_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
 gpu-lease:
-	$(LEASE_PYTHON) -m cod.gpu_lease $(MODE) $(DRY) $(if $(EXPORT),--export $(EXPORT))
+	$(LEASE_PYTHON) -m cod.tools.gpu_lease $(MODE) $(DRY) $(if $(EXPORT),--export $(EXPORT))
 
 gpu-import:
-	$(LEASE_PYTHON) -m cod.gpu_lease --import $(DIR)
+	$(LEASE_PYTHON) -m cod.tools.gpu_lease --import $(DIR)

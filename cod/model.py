@@ -42,7 +42,7 @@ from cod.attention import softmax_attention
 from cod.config import FFN, BranchGain, ConfigError, Init, LNSPosition, ModelConfig, Norm, RopeScaling
 from cod.loss import linear_cross_entropy
 
-SMALL_HEAD = 8  # largest head size that `cod.attention` serves on CPUs (measured in cod.benchmark's notes)
+SMALL_HEAD = 8  # largest head size that `cod.attention` serves on CPUs (measured in cod.tools.benchmark's notes)
 LOW_PRECISION = (torch.bfloat16, torch.float16)  # activations the rotary tables are cast to (fp32/fp64 keep theirs)
 GROUP_ROWS = 8  # rows a grouped product's token groups are padded to: 16 bytes of bf16, as its kernels align
 STATE_KINDS = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post", "final_norm")

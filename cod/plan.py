@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from cod.benchmark import measure
+from cod.tools.benchmark import measure
 from cod.config import FFN, ModelConfig, RunConfig, run_config_from_dict
 from cod.flops import flops_per_token
 from cod.model import Transformer
@@ -56,7 +56,7 @@ def measured_speeds(profile: str) -> dict[tuple, float]:
 
 
 def time_steps(cfg: RunConfig, steps: int = 8) -> float:
-    """Training tokens/s of `cfg`'s shape on one CPU thread (`cod.benchmark.measure`), leaving
+    """Training tokens/s of `cfg`'s shape on one CPU thread (`cod.tools.benchmark.measure`), leaving
     this process's thread count and random state as they were."""
     threads, rng = torch.get_num_threads(), torch.get_rng_state()
     try:

@@ -254,7 +254,7 @@ def measurements_page(root: Path = ROOT) -> str:
     what lent GPUs measured, the test suite's and the scoring's times."""
     from cod.cpu_report import newest, report as cpu_report  # lazy: the benchmark's modules (torch, HF)
     from cod.gpu_report import report as gpu_report  # lazy: as the line above
-    from cod.memory import readme_text as memory_text  # lazy: as the line above
+    from cod.tools.memory import readme_text as memory_text  # lazy: as the line above
 
     memory = root / "runs/memory/paper.json"
     sections = [
@@ -267,7 +267,7 @@ def measurements_page(root: Path = ROOT) -> str:
         fragment(root, "figures/headline/h0_pilot/choice.md", "dvc repro --single-item h0_pilot"),
         "", "## Speed on this CPU", "", _relinked(cpu_report(newest(root / "runs/cpu"))),
         "", "## Memory of the paper profile's training steps", "",
-        memory_text(json.loads(memory.read_text())) if memory.exists() else "Not sized yet: `python -m cod.memory paper --record`.",
+        memory_text(json.loads(memory.read_text())) if memory.exists() else "Not sized yet: `python -m cod.tools.memory paper --record`.",
         "", "## What lent GPUs measured", "", _relinked(gpu_report()),
         "", "## Scoring a public model on this CPU", "",
         fragment(root, "figures/default/b9_open_weight_scores/scoring_times.md", "dvc repro --single-item b9_open_weight_scores"),

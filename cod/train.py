@@ -539,7 +539,7 @@ class Checkpoints(Periodic):
 
 class Deadline(Callback):
     """Ends the run as stopped after the step during which time.monotonic() passed `at` (a time
-    budget, as `cod.gpu_lease` gives its runs): ckpt.pt is written, so the same run started again
+    budget, as `cod.tools.gpu_lease` gives its runs): ckpt.pt is written, so the same run started again
     resumes, and the run finishes (final.json, model.pt) with what it has learnt. One process only."""
 
     def __init__(self, at: float):

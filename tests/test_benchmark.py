@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from cod import benchmark
+from cod.tools import benchmark
 
 
 def test_each_default_shape_keeps_its_own_batch_shape():

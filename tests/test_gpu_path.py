@@ -1,7 +1,7 @@
 """The GPU path's code, run on the CPU: micro-batches, recomputation, compilation, sharded
 evaluation and FSDP under torchrun (gloo standing in for NCCL), collectives on the model's device,
 what a GPU step must not wait for, the GPU's MoE dispatch and loss chunks, and the lease command
-(`cod.gpu_lease --dry`)."""
+(`cod.tools.gpu_lease --dry`)."""
 
 import functools
 import json
@@ -185,7 +185,7 @@ def test_fsdp_with_two_processes_matches_one_process_and_resumes(tiny_tokens, tm
 
 
 def test_live_storages_track_the_peak_of_what_is_alive():
-    from cod.memory import BLOCK, LiveStorages
+    from cod.tools.memory import BLOCK, LiveStorages
 
     live = LiveStorages()
     with live:
@@ -202,7 +202,7 @@ def test_live_storages_track_the_peak_of_what_is_alive():
 
 def test_sizing_counts_weights_gradients_and_adamw_state():
     """A step's peak holds at least the fp32 weights, gradients and two AdamW moments."""
-    from cod.memory import training_peak
+    from cod.tools.memory import training_peak
     from cod.model import Transformer
 
     cfg = run_config(["model.d_model=64", "model.n_layers=2", "model.n_heads=2", "data.batch_size=2",
@@ -218,7 +218,7 @@ def test_sizing_counts_weights_gradients_and_adamw_state():
 
 
 def test_fsdp_estimate_holds_a_shard_and_never_more_than_a_replica():
-    from cod.memory import sharded_peak, training_peak
+    from cod.tools.memory import sharded_peak, training_peak
     from cod.model import Transformer
 
     cfg = run_config(["model.d_model=64", "model.n_layers=2", "model.n_heads=2", "data.batch_size=8",
@@ -230,7 +230,7 @@ def test_fsdp_estimate_holds_a_shard_and_never_more_than_a_replica():
 
 
 def test_a_peak_carried_along_depth_is_the_traced_peak():
-    from cod.memory import depth_period, extrapolated_peak, training_peak
+    from cod.tools.memory import depth_period, extrapolated_peak, training_peak
 
     for overrides in ({"model.norm": "mix_ln", "model.n_layers": 16}, {"train.recompute": True, "model.n_layers": 5},
                       {"model.ffn": "moe", "model.moe_experts": 4, "model.moe_top_k": 2, "model.n_layers": 5}):
@@ -461,7 +461,7 @@ class Absent:  # the lent GPU machine has none of these: importing one fails the
 
 
 sys.meta_path.insert(0, Absent())
-from cod import gpu_lease
+from cod.tools import gpu_lease
 
 sys.exit(gpu_lease.main(sys.argv[1:]))
 """
@@ -479,7 +479,7 @@ def _lease(mode: str, out, *extra: str):
 
 
 def test_the_lease_runs_dry_end_to_end_without_dvc_papermill_or_jupytext(tmp_path):
-    """Every mode of `python -m cod.gpu_lease` at tiny shapes on the CPU, with dvc, papermill and
+    """Every mode of `python -m cod.tools.gpu_lease` at tiny shapes on the CPU, with dvc, papermill and
     jupytext made unimportable: a killed run resumes exactly, compiled equals eager, the MoE
     dispatches agree; the benchmark measures every paper shape; science trains Pre-LN and LNS at
     two depths and summarises them."""
@@ -490,7 +490,7 @@ def test_the_lease_runs_dry_end_to_end_without_dvc_papermill_or_jupytext(tmp_pat
     assert check["bf16_step"]["query_dtype"] == "torch.bfloat16"
 
     bench = _lease("bench", tmp_path)["items"]
-    from cod.gpu_lease import BENCH
+    from cod.tools.gpu_lease import BENCH
 
     for experiment, variant in BENCH:
         assert bench[f"{experiment}/{variant} eager"]["tokens_per_s"] > 0
@@ -516,7 +516,7 @@ def test_the_lease_skips_what_its_budget_cannot_hold(tmp_path):
 def test_lease_results_are_named_by_date_device_and_torch():
     import datetime
 
-    from cod.gpu_lease import default_folder
+    from cod.tools.gpu_lease import default_folder
 
     folder = default_folder("cpu", dry=True)
     assert folder.parts[-3:-1] == (".cache", "gpu_lease")

@@ -1,4 +1,4 @@
-"""The paper profile's memory record (runs/memory/paper.json, `python -m cod.memory paper --record`)
+"""The paper profile's memory record (runs/memory/paper.json, `python -m cod.tools.memory paper --record`)
 and README.md's table rendered from it: the record sizes the profile's current shapes, a shape
 sized again gives the recorded peak, and the README shows the record."""
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cod import memory
+from cod.tools import memory
 from cod.params import load_params
 
 GB = 10**9
@@ -40,7 +40,7 @@ def kept() -> dict:
 
 def test_the_record_sizes_every_shape_of_the_paper_profile_and_all_fit(kept):
     shapes = memory.distinct_shapes({**load_params(), "profile": "paper"})
-    assert kept["runs"].keys() == shapes.keys(), "params.yaml's paper shapes changed: python -m cod.memory paper --record --readme"
+    assert kept["runs"].keys() == shapes.keys(), "params.yaml's paper shapes changed: python -m cod.tools.memory paper --record --readme"
     assert all(memory.fitting(r) for r in kept["runs"].values())
     assert kept["whole_batch"].keys() == set(memory.WHOLE_BATCH)
 

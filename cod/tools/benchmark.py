@@ -1,10 +1,10 @@
 """Training speed of our trainer against Hugging Face's LlamaForCausalLM, and the layer analysis's speed.
 
-    python -m cod.benchmark                      # every default-profile shape, CPU, fp32
-    python -m cod.benchmark --shapes a130m b_d32 --rounds 9
-    python -m cod.benchmark --analysis           # + the full layer analysis at 24 and 32 layers
-    python -m cod.benchmark --device cuda --bf16 # on a GPU
-    python -m cod.benchmark --record --analysis  # + keep it in runs/cpu/ (the README's section: cod.cpu_report)
+    python -m cod.tools.benchmark                      # every default-profile shape, CPU, fp32
+    python -m cod.tools.benchmark --shapes a130m b_d32 --rounds 9
+    python -m cod.tools.benchmark --analysis           # + the full layer analysis at 24 and 32 layers
+    python -m cod.tools.benchmark --device cuda --bf16 # on a GPU
+    python -m cod.tools.benchmark --record --analysis  # + keep it in runs/cpu/ (the README's section: cod.cpu_report)
 
 **What is timed.** One training step as each trainer takes it: forward, loss, backward,
 gradient clipping to norm 1 and a fused AdamW step, at the same shape, batch and optimiser
@@ -235,7 +235,7 @@ class Pair:
     def __init__(self, shape: dict, args: argparse.Namespace):
         self.procs = {}
         for impl in ("ours", "hf"):
-            command = [sys.executable, "-m", "cod.benchmark", "--worker", impl, json.dumps(shape),
+            command = [sys.executable, "-m", "cod.tools.benchmark", "--worker", impl, json.dumps(shape),
                        "--threads", str(args.threads), "--device", args.device] + (["--bf16"] if args.bf16 else [])
             self.procs[impl] = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.ready = self._read()

@@ -1,7 +1,7 @@
 """Peak memory of a training step, sized on the CPU with fake tensors: no memory, no GPU.
 
-    python -m cod.memory paper                    # every size of the paper profile against one 80 GB GPU
-    python -m cod.memory paper --record           # the same, kept in runs/memory/paper.json (docs/measurements.md)
+    python -m cod.tools.memory paper                    # every size of the paper profile against one 80 GB GPU
+    python -m cod.tools.memory paper --record           # the same, kept in runs/memory/paper.json (docs/measurements.md)
 
 `training_peak(cfg)` builds the run's model under `FakeTensorMode` (tensors with shapes and dtypes
 but no storage), runs two optimiser steps of one process's share of the batch in its micro-batches,
@@ -278,7 +278,7 @@ def readme_text(kept: dict[str, Any]) -> str:
     """README.md's memory block: the record's sizes, a row per experiment."""
     runs = kept["runs"]
     sharded = {label: r for label, r in runs.items() if r["sharded"] is not None}
-    lines = [f"Sized {kept['date']} (torch {kept['torch']}, `python -m cod.memory {kept['profile']} --record`): "
+    lines = [f"Sized {kept['date']} (torch {kept['torch']}, `python -m cod.tools.memory {kept['profile']} --record`): "
              f"{len(runs) - len(sharded)} of the profile's {len(runs)} distinct shapes peak within "
              f"{1 - kept['margin']:.0%} of one {kept['gpu_bytes'] / 1e9:.0f} GB GPU."]
     if sharded:
@@ -311,7 +311,7 @@ def record_path(profile: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cod.memory", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m cod.tools.memory", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("profile", choices=PROFILES, help="the profile of params.yaml to size")
     parser.add_argument("--record", action="store_true", help=f"keep the sizes in {RECORDS.relative_to(ROOT)}/PROFILE.json")
