@@ -6,7 +6,7 @@ fails with the list of allowed ones, read from the annotation. Settings are
 changed through *overrides*: dotted paths with YAML values, the same syntax in
 three places:
 
-    CLI:       python -m cod.run model.n_layers=12 optim.lr=1e-3
+    CLI:       python -m cod.train.run model.n_layers=12 optim.lr=1e-3
     params:    runs in params.yaml are dicts {"model.norm": "lns", "seed": 1}
     papermill: notebooks receive the same dicts as parameters
 

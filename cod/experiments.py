@@ -11,14 +11,14 @@
 
 Each run is a separate process with one thread: on a CPU two single-threaded runs side by side
 train about twice as fast as one run on two threads. On the CPU each is forked from a server that
-imported torch and `cod.run` once (`FORKS`), which saves seconds of start-up a run; on GPUs each
-is `python -m cod.run`, or torchrun.
+imported torch and `cod.train.run` once (`FORKS`), which saves seconds of start-up a run; on GPUs each
+is `python -m cod.train.run`, or torchrun.
 Where GPUs are visible (those of CUDA_VISIBLE_DEVICES when it is set), every run gets GPUs of
 its own: `gpus_per_run` of them (the profile's, default 1), through CUDA_VISIBLE_DEVICES, and a
 run on more than one is launched with torchrun (DDP or FSDP, `train.parallel`). Runs never share
 a GPU: `jobs` is capped at the visible GPUs divided by `gpus_per_run`.
 A run is trained again only when its weights are missing or it no longer matches its settings
-and code (`cod.fingerprint`); an interrupted run resumes from its checkpoint.
+and code (`cod.train.fingerprint`); an interrupted run resumes from its checkpoint.
 
 Ctrl-C (or SIGTERM) while runs train: each run under way ends its step and writes its checkpoint,
 no further run starts, and one line names the command that resumes them all (`Launcher`).
@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import torch
 
-import cod.run
+import cod.train.run
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
 from cod.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
 
@@ -90,14 +90,14 @@ def visible_gpus() -> list[str]:
     ids = visible.split(",") if visible is not None else map(str, range(count))
     return [i.strip() for i in ids][:count]
 
-# CPU runs: forked from one server process that imported cod.run (and so torch), cod.params and
+# CPU runs: forked from one server process that imported cod.train.run (and so torch), cod.params and
 # torch._dynamo, which torch imports at a process's first optimiser: about a second of start-up a
 # run, paid once here. A forked process runs its parent's main module again (multiprocessing's way
 # of giving it the parent's __main__), this one for `python -m cod.experiments`, so the server
 # imports what this module imports but not this module itself: runpy warns when it runs a module
 # that is already imported ("found in sys.modules ... prior to execution").
 FORKS = multiprocessing.get_context("forkserver")
-FORKS.set_forkserver_preload(["cod.run", "cod.params", "torch._dynamo"])
+FORKS.set_forkserver_preload(["cod.train.run", "cod.params", "torch._dynamo"])
 
 
 # multiprocessing reads a forked process's exit status from a pipe in `poll`, which is not thread-safe:
@@ -141,7 +141,7 @@ class Process(Protocol):
 
 
 class Launcher:
-    """Starts the runs' processes, each in a process group of its own (`cod.run.forked`, or
+    """Starts the runs' processes, each in a process group of its own (`cod.train.run.forked`, or
     `process_group=0`), so that a terminal's Ctrl-C, sent to its foreground process group, reaches
     this process alone. While `listening`, a SIGINT or SIGTERM is passed on to every run alive,
     once (a run's second signal stops it at once, without its checkpoint), and no further run
@@ -193,9 +193,9 @@ class RunsInterrupted(Exception):
 
 
 def train_on_cpu(arguments: list[str], launcher: Launcher) -> int | None:
-    """`python -m cod.run ARGUMENTS` from the repository, in a process forked from `FORKS`' server
+    """`python -m cod.train.run ARGUMENTS` from the repository, in a process forked from `FORKS`' server
     and started by `launcher`; its exit status (None: not started)."""
-    return launcher.run(lambda: Fork(cod.run.forked, (arguments, str(ROOT))))
+    return launcher.run(lambda: Fork(cod.train.run.forked, (arguments, str(ROOT))))
 
 
 class GPUs:

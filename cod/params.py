@@ -35,7 +35,7 @@ from typing import Any
 
 from cod import ROOT, load_yaml
 from cod.config import ConfigError, RunConfig, apply_overrides, run_config
-from cod.fingerprint import is_complete
+from cod.train.fingerprint import is_complete
 from cod.flops import flops_per_token
 
 PROFILES = ("smoke", "default", "headline", "paper")
@@ -93,7 +93,7 @@ class Run:
         return "done" if (self.weights / "model.pt").exists() else "result only"
 
     def arguments(self) -> list[str]:
-        """The arguments of `python -m cod.run` that train this run."""
+        """The arguments of `python -m cod.train.run` that train this run."""
         settings = [f"{k}={json.dumps(v)}" for k, v in self.overrides.items()]
         return ["--out", str(self.out), "--weights", str(self.weights), "--name", f"{self.experiment}/{self.name}",
                 *settings]
@@ -101,7 +101,7 @@ class Run:
     def command(self, gpus: int = 1) -> list[str]:
         """The training command; on more than one GPU through torchrun (one process per GPU)."""
         torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(gpus)] if gpus > 1 else []
-        return [sys.executable, *torchrun, "-m", "cod.run", *self.arguments()]
+        return [sys.executable, *torchrun, "-m", "cod.train.run", *self.arguments()]
 
 
 def pick(runs: list[Run], wanted: list[str], name_of, option: str, what: str) -> list[Run]:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cod import config, notebook, run
+from cod import config, notebook
+from cod.train import run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize(
     "command, message",
     [
-        (["cod.run", "--out", "nowhere", "model.norm=rms"], "model.norm='rms' is not allowed; allowed: pre_ln, lns"),
+        (["cod.train.run", "--out", "nowhere", "model.norm=rms"], "model.norm='rms' is not allowed; allowed: pre_ln, lns"),
         (["cod.notebook", "no_such_notebook"], "notebook 'no_such_notebook' not found; available: a0_miniature"),
         (["cod.notebook", "a3_theory", "-p", "depth=4"], "notebook 'a3_theory' has no parameter 'depth'"),
     ],

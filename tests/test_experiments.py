@@ -27,7 +27,7 @@ from cod.flops import flops_per_token
 from cod.params import ROOT, Run, all_runs, load_params, profile_settings, resolve_runs, section_of
 from cod.plan import (CPU_PROFILES, measured_core_hours, plan, record_block, run_seconds, shape_key,
                       tokens_per_parameter)
-from cod.run import main as train_main
+from cod.train.run import main as train_main
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
 
@@ -322,8 +322,8 @@ class Finished:
 
 def record_runs(monkeypatch) -> list[tuple[list[str], dict | None]]:
     """(command, environment) of every training process started, which all succeed: on GPUs a
-    `python -m cod.run` or torchrun command, in a process group of its own; on the CPU the
-    arguments of `cod.run` forked."""
+    `python -m cod.train.run` or torchrun command, in a process group of its own; on the CPU the
+    arguments of `cod.train.run` forked."""
     started = []
 
     def popen(command, cwd, env=None, process_group=None):
@@ -354,7 +354,7 @@ def test_runs_side_by_side_get_a_gpu_each(tmp_path, monkeypatch, capsys, visible
             assert gpu not in busy, f"GPU {gpu} given to two runs at once"
             busy.add(gpu)
             seen.append(gpu)
-        assert command[1:3] == ["-m", "cod.run"]
+        assert command[1:3] == ["-m", "cod.train.run"]
 
         def run():  # the process runs until both GPUs are busy
             pair.wait()
@@ -376,7 +376,7 @@ def test_a_run_on_several_gpus_goes_through_torchrun(tmp_path, monkeypatch):
     assert len(started) == 4 and all(env["CUDA_VISIBLE_DEVICES"] == "0,1" for _, env in started)
     command = started[0][0]
     assert command[:8] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           "-m", "cod.run"]
+                           "-m", "cod.train.run"]
     params["profiles"]["smoke"]["gpus_per_run"] = 3
     with pytest.raises(ConfigError, match="profiles.smoke.gpus_per_run=3: more than the 2 GPUs visible; "
                                           "allowed: 1 to 2"):

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from cod import fingerprint
+from cod.train import fingerprint
 from cod.config import COMMONSENSE_TASKS, ConfigError, LossOn, run_config
 from cod.data.instructions import IGNORE, Example, InstructionBatches, encode_example, instruction_mix
 from cod.data.tasks import load_task, part_indices
 from cod.data.tokenizer import train_bpe
 from cod.eval.lm import TextEncoder
-from cod.run import main
-from cod.train import FineTuning, Trainer
+from cod.train.run import main
+from cod.train.trainer import FineTuning, Trainer
 from conftest import VOCAB, tiny_run
 
 SMALL_MIX = ["finetune.tasks=piqa,arc_easy", "finetune.items_per_task=24"]

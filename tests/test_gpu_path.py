@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from conftest import tiny_run, torchrun
-from cod import run, train
+from cod.train import run, trainer
 from cod.config import run_config
 from cod.loss import IGNORE_INDEX
 from cod.model import MoE, Transformer
-from cod.train import Dist, Trainer
+from cod.train.trainer import Dist, Trainer
 
 
 def _trained(tokens, tmp_path, name, *extra, steps=3, batches=None):
@@ -61,7 +61,7 @@ def test_collectives_run_on_the_model_device(monkeypatch):
         seen.append(t.device)
         raise RuntimeError("stop")
 
-    monkeypatch.setattr(train.dist, "all_reduce", all_reduce)
+    monkeypatch.setattr(trainer.dist, "all_reduce", all_reduce)
     for call in (lambda: d.sum([1.0, 2.0]), lambda: d.mean(1.0)):
         with pytest.raises(RuntimeError, match="stop"):
             call()
@@ -96,7 +96,7 @@ def test_recomputed_blocks_train_exactly_like_stored_ones(tiny_tokens, tmp_path)
 def test_compiled_model_trains_like_eager(tiny_tokens, tmp_path, monkeypatch):
     """Graph capture and autograd through torch.compile; AOT-eager stands in for inductor's
     code generation, which would take a minute on this CPU."""
-    monkeypatch.setattr(train.torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
+    monkeypatch.setattr(trainer.torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
     eager, losses_a = _trained(tiny_tokens, tmp_path, "eager", "train.recompute=true")
     compiled, losses_b = _trained(tiny_tokens, tmp_path, "compiled", "train.recompute=true", "train.compile=true")
     assert compiled.net is not compiled.model
@@ -109,8 +109,8 @@ INTERRUPTED = """
 import sys
 from pathlib import Path
 from cod.config import run_config
-from cod.fingerprint import describe
-from cod.train import Callback, Trainer
+from cod.train.fingerprint import describe
+from cod.train.trainer import Callback, Trainer
 
 
 class Crash(Callback):  # after the statistics and the checkpoint of step 3
@@ -136,7 +136,7 @@ RESUMED = """
 import os
 import sys
 import torch
-from cod import run, train
+from cod.train import run, trainer
 
 real_load = torch.load
 
@@ -146,7 +146,7 @@ def load(path, *args, **kwargs):  # FSDP: process 0 alone reads a checkpoint and
     return real_load(path, *args, **kwargs)
 
 
-train.torch.load = load
+trainer.torch.load = load
 sys.exit(run.main(sys.argv[1:]))
 """
 
@@ -291,7 +291,7 @@ def test_ddp_broadcasts_no_buffers_and_fsdp_gathers_bf16(tiny_tokens, tmp_path, 
         seen["fsdp"].append(options)
         return module
 
-    monkeypatch.setattr(train.nn.parallel, "DistributedDataParallel", ddp)
+    monkeypatch.setattr(trainer.nn.parallel, "DistributedDataParallel", ddp)
     monkeypatch.setattr(fsdp, "fully_shard", fully_shard)
     for precision in ("bf16", "fp32"):
         t = Trainer(run_config(tiny_run(tiny_tokens, f"train.precision={precision}")), tmp_path / precision,
@@ -376,7 +376,7 @@ import torch
 from pathlib import Path
 from cod.config import run_config
 from cod.loss import IGNORE_INDEX
-from cod.train import Trainer
+from cod.train.trainer import Trainer
 
 out, *overrides = sys.argv[1:]
 trainer = Trainer(run_config(overrides), Path(out), device="cpu", quiet=True)
@@ -424,9 +424,9 @@ COMPILED_FSDP = """
 import functools
 import sys
 import torch
-from cod import run, train
+from cod.train import run, trainer
 
-train.torch.compile = functools.partial(torch.compile, backend="aot_eager")  # inductor: minutes on a CPU
+trainer.torch.compile = functools.partial(torch.compile, backend="aot_eager")  # inductor: minutes on a CPU
 sys.exit(run.main(sys.argv[1:]))
 """
 

@@ -50,7 +50,7 @@ RUN_ELSEWHERE = {
     "make plan": "tests/test_experiments.py (the plan of a profile)",
     "cod.data.snapshot": "tests/test_pipeline.py (snapshot, then dvc repro prepare)",
 }
-RUN_HERE = ("cod.run", "cod.notebook", "papermill")
+RUN_HERE = ("cod.train.run", "cod.notebook", "papermill")
 
 
 def default_vocab() -> int:
@@ -123,7 +123,7 @@ def _run(words: list[str], out: Path, data: Path, *extra: str) -> None:
     budget = ["train.steps=2", "data.batch_size=8", "train.ckpt_every=0", "train.stats_every=0",
               "train.eval_tokens=4096", f"data.tokens_dir={data / 'data' / 'tokens'}"]
     if words[0] == "torchrun":
-        at = words.index("cod.run") + 1  # no GPU in the test: gloo on the CPU
+        at = words.index("cod.train.run") + 1  # no GPU in the test: gloo on the CPU
         torchrun(*words[1:at], "--device", "cpu", *words[at:], *budget, *extra, cwd=ROOT)
     else:
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -135,7 +135,7 @@ def _run(words: list[str], out: Path, data: Path, *extra: str) -> None:
 
 def test_the_training_commands_run_as_written(pipeline_data, tmp_path):
     """No vocabulary override: the defaults must match what the pipeline prepares."""
-    train = commands("cod.run")
+    train = commands("cod.train.run")
     assert len(train) == 2
     for i, words in enumerate(train):
         _run(words, tmp_path / f"run{i}", pipeline_data)

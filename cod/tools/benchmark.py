@@ -45,10 +45,10 @@ in whichever orientation runs faster. The MFU a step made of nothing else would 
 - 4% in AdamW's per-parameter loop: the trainer's AdamW is now fused on CPUs too.
 - q, k, v (and gate, up) are one product each, with rotary applied to q and k at once.
 - Page faults: glibc gave the activations' memory back to the kernel after every step and
-  faulted it in again in the next (about 1 ms per 2 MB). `cod.host` keeps freed memory in the
+  faulted it in again in the next (about 1 ms per 2 MB). `cod.train.host` keeps freed memory in the
   process; the trainer and both workers here set it. Side by side, ours gained 2-17% and HF
   2-21%, so the ratios fell from 1.15-1.70 to 1.04-1.55.
-What remains (2026-11-24, a_w48 alone on one thread, with `cod.host`: 200 ms a step; HF 214
+What remains (2026-11-24, a_w48 alone on one thread, with `cod.train.host`: 200 ms a step; HF 214
 ms): 44% in the matrix products (88 ms; HF 77 ms: the rotary trick adds (H + KV) head sizes
 of columns to our q/k/v product), 23% in the fused attention kernel at 12-dimensional heads
 (47 ms; HF the same kernel, 45 ms; `cod.attention` there is no faster, 199 against 200 ms a
@@ -82,7 +82,7 @@ from cod.analysis import analysis_settings
 from cod.config import ModelConfig, OptimConfig
 from cod.cpu_report import record_folder
 from cod.flops import flops_per_token, step_products
-from cod.host import keep_freed_memory
+from cod.train.host import keep_freed_memory
 from cod.interop import to_hf_llama
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer

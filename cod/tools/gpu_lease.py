@@ -255,7 +255,7 @@ def synthetic_tokens(cfg_overrides: dict[str, Any], folder: Path, train_tokens: 
 
 
 def trainer(overrides: dict[str, Any], out: Path, device: str):
-    from cod.train import Trainer  # lazy: an import error (an older torch) fails this item only
+    from cod.train.trainer import Trainer  # lazy: an import error (an older torch) fails this item only
 
     return Trainer(run_config(overrides), out, device=device, distributed=False, quiet=True)
 
@@ -330,10 +330,10 @@ def bf16_step(lease: Lease) -> dict:
 
 KILLED = """
 import os, signal, sys
-from cod import run, train
+from cod.train import run, trainer
 
 kill_at = int(os.environ["COD_KILL_AT_STEP"])
-record = train.Trainer.record
+record = trainer.Trainer.record
 
 
 def _record(self, row):  # killed (SIGKILL) as soon as the run's row of step `kill_at` is written
@@ -342,7 +342,7 @@ def _record(self, row):  # killed (SIGKILL) as soon as the run's row of step `ki
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-train.Trainer.record = _record
+trainer.Trainer.record = _record
 sys.exit(run.main(sys.argv[1:]))
 """
 
@@ -363,11 +363,11 @@ def resume_after_kill(lease: Lease) -> dict:
         return subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=limit).returncode
 
-    codes = {"straight": run("-m", "cod.run", "--out", str(straight), *args),
+    codes = {"straight": run("-m", "cod.train.run", "--out", str(straight), *args),
              "killed": run("-c", KILLED, "--out", str(killed), *args)}
     was_killed = codes["killed"] == -signal.SIGKILL and (killed / "ckpt.pt").exists()
     history_at_kill = len((killed / "history.jsonl").read_text().splitlines()) if was_killed else None
-    codes["resumed"] = run("-m", "cod.run", "--out", str(killed), *args)
+    codes["resumed"] = run("-m", "cod.train.run", "--out", str(killed), *args)
     a, b = (json.loads((folder / "final.json").read_text()) for folder in (straight, killed))
     rows = [[json.loads(r) for r in (folder / "history.jsonl").read_text().splitlines()]
             for folder in (straight, killed)]
@@ -636,7 +636,7 @@ def science_steps(lease: Lease, experiment: str, vocab: int, corpus: dict[str, A
 
 
 def science_run(lease: Lease, overrides: dict[str, Any], name: str) -> dict:
-    from cod.train import Trainer  # lazy: an import error (an older torch) fails this item only
+    from cod.train.trainer import Trainer  # lazy: an import error (an older torch) fails this item only
 
     out = lease.folder / lease.mode / name
     cfg = run_config(overrides)

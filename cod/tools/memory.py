@@ -56,7 +56,7 @@ from cod.config import ImageSet, Norm, Precision, RunConfig, flatten
 from cod.model import MoE, Transformer
 from cod.params import PROFILES, all_runs, load_params
 from cod.scoreboard import span
-from cod.train import Recomputed, adamw  # the trainer's own optimiser and recomputation
+from cod.train.trainer import Recomputed, adamw  # the trainer's own optimiser and recomputation
 from cod.vision import VisionTransformer
 
 GPU_BYTES = 80 * 10**9  # an 80 GB H100 or A100
@@ -164,7 +164,7 @@ def extrapolated_peak(cfg: RunConfig, world_size: int = 1, check: bool = False) 
 
 def sharded_peak(cfg: RunConfig, world_size: int = SHARDS) -> int:
     """Estimated peak bytes on one of `world_size` processes of FSDP, which shards each block
-    (cod.train): `extrapolated_peak` of that process's batch, less the share of the fp32 weights,
+    (cod.train.trainer): `extrapolated_peak` of that process's batch, less the share of the fp32 weights,
     gradients and AdamW moments (16 bytes a parameter) held by the other processes, plus the
     largest block's weights and gradients gathered whole."""
     with FakeTensorMode():
