@@ -41,14 +41,14 @@ DEFAULT_STAGES := prepare 'train@*' 'finetune@*' 'analyse@*' 'analyse_open@*' 'a
 HEADLINE_STAGES := prepare 'train_headline@*' 'analyse_headline@*' 'h[0-9]*' 'headline_*'
 repro: install
 	$(BIN)/python -m cod.data.snapshot
-	$(BIN)/python -m cod.experiments plan --runs todo
+	$(BIN)/python -m cod.pipeline.experiments plan --runs todo
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --glob $(DEFAULT_STAGES)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item curves
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item docs
 
 repro-headline: install
 	$(BIN)/python -m cod.data.snapshot
-	$(BIN)/python -m cod.experiments plan --runs todo --profile headline
+	$(BIN)/python -m cod.pipeline.experiments plan --runs todo --profile headline
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --glob $(HEADLINE_STAGES)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item curves
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item docs
@@ -56,11 +56,11 @@ repro-headline: install
 notebooks: install
 	$(BIN)/python -m cod.data.snapshot
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro prepare
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.notebook --all
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.pipeline.notebook --all
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.pipeline docs
 
 plan: install
-	$(BIN)/python -m cod.experiments plan --runs all
+	$(BIN)/python -m cod.pipeline.experiments plan --runs all
 
 # one pytest-xdist worker a core; a test file stays on one worker, so its module fixtures are made once;
 # files start in the order tests/conftest.py gives them (the longest first), not reordered by their test counts
@@ -85,7 +85,7 @@ benchmark: install
 	$(BIN)/python -m cod.tools.benchmark
 
 html: install
-	$(BIN)/python -m cod.notebook --html
+	$(BIN)/python -m cod.pipeline.notebook --html
 
 site: install
 	$(BIN)/python -m cod.site

@@ -1,4 +1,4 @@
-"""A notebook's parameters and where it writes: what `cod.notebook` checks before a run, and what
+"""A notebook's parameters and where it writes: what `cod.pipeline.notebook` checks before a run, and what
 every notebook calls first, inside its kernel, whoever started it.
 
     figures_dir = kernel.start("a4_variance_dynamics", profile, figures_dir)
@@ -7,7 +7,7 @@ every notebook calls first, inside its kernel, whoever started it.
 tagged `parameters` does not declare, or whose value has not its default's type (plain papermill
 only warns about an unknown name and runs on the defaults). It returns the folder the notebook
 writes its figures, tables and claims.json to: `figures_dir` when given (a DVC stage, through
-`cod.notebook`, gives figures/<profile>/NAME, the committed folder; `cod.notebook --output` the
+`cod.pipeline.notebook`, gives figures/<profile>/NAME, the committed folder; `cod.pipeline.notebook --output` the
 folder beside its output), else a folder of its own under the system's temporary folder, so that a
 notebook run by hand (plain papermill, Jupyter) leaves the committed results alone. Only a run
 that writes the committed folder rewrites the README's blocks (`committed`).

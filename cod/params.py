@@ -6,7 +6,7 @@
 
 A run is stored per profile: results in runs/<profile>/<experiment>/<variant>_s<seed>/ (small,
 in git), weights in checkpoints/<profile>/... (DVC's cache). Every run's settings are validated
-when it is resolved, before any of them trains (`cod.experiments` trains them).
+when it is resolved, before any of them trains (`cod.pipeline.experiments` trains them).
 
 `finetunes:` declares experiments that fine-tune another experiment's runs (`base:`): each
 variant and seed starts from the base run of the same name and keeps its model and data

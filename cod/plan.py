@@ -1,6 +1,6 @@
 """What a profile costs: every run's status and estimated training time, from measured throughput.
 
-    python -m cod.experiments plan [--runs todo|all]
+    python -m cod.pipeline.experiments plan [--runs todo|all]
 
 A run's cost is its tokens over the tokens/s of its shape, plus start-up and final evaluation.
 The speed of a shape is the fastest of the profile's finished runs of that shape (they trained
@@ -191,7 +191,7 @@ def measured_core_hours(profile: str) -> float:
 
 
 def record_block(params: dict[str, Any], profiles: tuple[str, ...] = CPU_PROFILES) -> str:
-    """The table of what each CPU profile costs, dated (`python -m cod.experiments plan --record`
+    """The table of what each CPU profile costs, dated (`python -m cod.pipeline.experiments plan --record`
     keeps it in runs/plan.md, which docs/measurements.md shows)."""
     rows = []
     for profile in profiles:

@@ -22,7 +22,7 @@ CLAIM_DIGITS = 12  # significant digits a claim's numbers keep: re-executing a n
 def train_command(experiment: str, profile: str) -> str:
     """The command that trains `experiment`'s runs of `profile`, whichever profile params.yaml
     names (`dvc repro train@EXPERIMENT` trains params.yaml's only)."""
-    return f"python -m cod.experiments train {experiment} --profile {profile}"
+    return f"python -m cod.pipeline.experiments train {experiment} --profile {profile}"
 
 
 def analyse_command(analysis: str, profile: str) -> str:
@@ -42,7 +42,7 @@ def weights_command(path: str | Path) -> str:
 
 def notebook_command(profile: str, notebook: str = "NAME") -> str:
     """The command that executes `notebook` (figures, claims) under `profile`."""
-    return f"python -m cod.notebook {notebook} -p profile={profile}"
+    return f"python -m cod.pipeline.notebook {notebook} -p profile={profile}"
 
 
 def run_dirs(experiment: str, runs_root: str | Path) -> list[Path]:

@@ -18,7 +18,7 @@ in the page by paper, notebook and verdict; `claims-<profile>.html` lists the he
 claims the same way. Each profile's notebook gets a folder
 `<profile>/<notebook>/`: its PNGs, a page showing them (index.html) and its executed notebook as
 HTML (notebook.html: the copy `make html` left beside it while that is newer than the notebook,
-else rendered by `cod.notebook.render_html`). A claim links to the PNGs named after its paper
+else rendered by `cod.pipeline.notebook.render_html`). A claim links to the PNGs named after its paper
 item (fig4a_..., table2_...) or else to that page. Built from committed files only; the CSS and
 JavaScript are inline, so the site opens from disk with no server or network.
 """
@@ -41,7 +41,7 @@ import mistune  # nbconvert's Markdown renderer (version 3: the renderer's link(
 import pandas as pd
 
 from cod import load_yaml
-from cod.notebook import EXECUTED, ROOT, render_html
+from cod.pipeline.notebook import EXECUTED, ROOT, render_html
 from cod.registry import headline_claims, load_registry
 from cod.scoreboard import COLUMNS, VERDICT_ORDER, collect, headline_pairs, no_claims, paper_value
 

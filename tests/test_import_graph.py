@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from cod import stages
+from cod.pipeline import stages
 
 PACKAGE = stages.ROOT / "cod"
 REASON = re.compile(r"#\s*lazy:\s*\S")

@@ -542,7 +542,7 @@ def what_to_run() -> str:
     return (
         "--tokenizer and --out are required. To prepare every dataset the pipeline trains on (for the "
         "profile in params.yaml; what `dvc repro prepare` runs):\n"
-        "  python -m cod.experiments prepare\n"
+        "  python -m cod.pipeline.experiments prepare\n"
         "or the one `python -m cod.train.run` reads with its default settings:\n"
         f"  {prepare_command(DataConfig())}"
     )

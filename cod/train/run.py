@@ -6,7 +6,7 @@
 A run whose --out already holds its finished result under the same identity (settings and
 behaviour of the code) is not trained again unless --force; an interrupted one resumes from a
 checkpoint written under the same identity. --help adds the trainer's description (`cod.train.trainer`)
-and every setting. --no-resume-hint: a run stopped by a signal says nothing (`cod.experiments`
+and every setting. --no-resume-hint: a run stopped by a signal says nothing (`cod.pipeline.experiments`
 passes it, and names one command that resumes all its runs).
 """
 
@@ -113,8 +113,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def forked(argv: list[str], cwd: str) -> None:
-    """`main(argv)` from `cwd` as the body of a forked process (`cod.experiments` on the CPU), in a
-    process group of its own (a terminal's Ctrl-C reaches `cod.experiments`, which passes it on
+    """`main(argv)` from `cwd` as the body of a forked process (`cod.pipeline.experiments` on the CPU), in a
+    process group of its own (a terminal's Ctrl-C reaches `cod.pipeline.experiments`, which passes it on
     once): its return value becomes the process's exit status."""
     os.setpgid(0, 0)
     os.chdir(cwd)

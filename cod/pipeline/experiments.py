@@ -1,13 +1,13 @@
 """Experiments of params.yaml (`cod.params`) planned, costed and trained side by side.
 
-    python -m cod.experiments plan                          # every run of the profile: done, to train, cost (cod.plan)
-    python -m cod.experiments plan --record                 # keep the CPU profiles' cost table (runs/plan.md)
-    python -m cod.experiments list a_130m                   # one experiment's runs and their settings
-    python -m cod.experiments train a_130m                  # what DVC's train@NAME stage runs
-    python -m cod.experiments train a_130m --variants pre_ln,lns   # only these variants, every seed
-    python -m cod.experiments train a_130m --seeds 0,1            # only these seeds
-    python -m cod.experiments train a_130m --new            # only runs with no result (not those whose weights are gone)
-    python -m cod.experiments prepare                       # token arrays the profile needs
+    python -m cod.pipeline.experiments plan                          # every run of the profile: done, to train, cost (cod.plan)
+    python -m cod.pipeline.experiments plan --record                 # keep the CPU profiles' cost table (runs/plan.md)
+    python -m cod.pipeline.experiments list a_130m                   # one experiment's runs and their settings
+    python -m cod.pipeline.experiments train a_130m                  # what DVC's train@NAME stage runs
+    python -m cod.pipeline.experiments train a_130m --variants pre_ln,lns   # only these variants, every seed
+    python -m cod.pipeline.experiments train a_130m --seeds 0,1            # only these seeds
+    python -m cod.pipeline.experiments train a_130m --new            # only runs with no result (not those whose weights are gone)
+    python -m cod.pipeline.experiments prepare                       # token arrays the profile needs
 
 Each run is a separate process with one thread: on a CPU two single-threaded runs side by side
 train about twice as fast as one run on two threads. On the CPU each is forked from a server that
@@ -93,7 +93,7 @@ def visible_gpus() -> list[str]:
 # CPU runs: forked from one server process that imported cod.train.run (and so torch), cod.params and
 # torch._dynamo, which torch imports at a process's first optimiser: about a second of start-up a
 # run, paid once here. A forked process runs its parent's main module again (multiprocessing's way
-# of giving it the parent's __main__), this one for `python -m cod.experiments`, so the server
+# of giving it the parent's __main__), this one for `python -m cod.pipeline.experiments`, so the server
 # imports what this module imports but not this module itself: runpy warns when it runs a module
 # that is already imported ("found in sys.modules ... prior to execution").
 FORKS = multiprocessing.get_context("forkserver")
@@ -251,7 +251,7 @@ def train(experiment: str, params: dict[str, Any], jobs: int | None = None, vari
         dataset = ROOT / run.config.data.dataset_dir / "train.bin"
         if run.config.vision.dataset == ImageSet.NONE and not dataset.exists():
             raise ConfigError(f"{dataset} not found (data.tokens_dir={run.config.data.tokens_dir}); "
-                              f"run `python -m cod.experiments prepare --profile {params['profile']}`")
+                              f"run `python -m cod.pipeline.experiments prepare --profile {params['profile']}`")
     profile, launcher = profile_settings(params), Launcher()
     jobs, gpus = jobs or profile.get("jobs", 1), GPUs(profile.get("gpus_per_run", 1), params["profile"], launcher)
     if gpus.ids:
@@ -321,10 +321,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def resume_command(argv: list[str], profile: str) -> str:
-    """The command of `argv` (`python -m cod.experiments ARGV`), which trains the runs again, each
+    """The command of `argv` (`python -m cod.pipeline.experiments ARGV`), which trains the runs again, each
     from its checkpoint, with the profile in use named."""
     named = any(word == "--profile" or word.startswith("--profile=") for word in argv)
-    return shlex.join(["python", "-m", "cod.experiments", *argv, *([] if named else ["--profile", profile])])
+    return shlex.join(["python", "-m", "cod.pipeline.experiments", *argv, *([] if named else ["--profile", profile])])
 
 
 if __name__ == "__main__":

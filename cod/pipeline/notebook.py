@@ -1,9 +1,9 @@
 """Execute a notebook of `notebooks/` with papermill, the way the DVC stages do.
 
-    python -m cod.notebook a4_variance_dynamics                  # parameters from params.yaml
-    python -m cod.notebook a4_variance_dynamics -p 'steps_to_show=[0.5, 1.0]'   # plus overrides (YAML)
-    python -m cod.notebook --all        # every notebook stage through DVC, from committed results only
-    python -m cod.notebook --html       # an HTML copy of every executed notebook (`make html`)
+    python -m cod.pipeline.notebook a4_variance_dynamics                  # parameters from params.yaml
+    python -m cod.pipeline.notebook a4_variance_dynamics -p 'steps_to_show=[0.5, 1.0]'   # plus overrides (YAML)
+    python -m cod.pipeline.notebook --all        # every notebook stage through DVC, from committed results only
+    python -m cod.pipeline.notebook --html       # an HTML copy of every executed notebook (`make html`)
 
 Sources are jupytext percent files (`notebooks/NAME.py`, diff-friendly). The parameters
 are `profile` plus `notebooks.NAME` from params.yaml, then that entry's `profiles:` block for
@@ -31,7 +31,7 @@ to a folder of its own under the system's temporary folder, never the committed 
 
 `--all` is what `make notebooks` runs: every notebook stage's command, `--jobs` at a time (a stage
 that reads another's outputs, as the claims notebooks do, after it), then records them all in
-dvc.lock at once (`cod.pipeline.record`), so that it records what was regenerated, as `dvc repro
+dvc.lock at once (`cod.pipeline.runner.record`), so that it records what was regenerated, as `dvc repro
 --force --single-item` would one at a time, while no training or analysis stage runs (they need
 weights, which a fresh clone lacks; notebooks read only committed small files).
 """
@@ -57,7 +57,7 @@ from cod import ROOT, load_yaml
 from cod import ROOT as KERNEL_ROOT  # where cod.kernel places a stage's folder
 from cod.config import ConfigError, parse_override
 from cod.kernel import assigned, checked_parameters, stage_folder
-from cod.pipeline import resolved_stages, run_stages
+from cod.pipeline.runner import resolved_stages, run_stages
 from cod.png import compact_png
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -307,7 +307,7 @@ def render_all_html(folder: Path | None = None) -> list[Path]:
 def regenerate_all(jobs: int = 2) -> None:
     """Re-execute every notebook stage, `jobs` at a time (each once what it reads exists), and record
     them in dvc.lock (`cod.pipeline`); none of the stages they would need weights for runs."""
-    run_stages({name: stage for name, stage in resolved_stages().items() if "cod.notebook" in stage.cmd},
+    run_stages({name: stage for name, stage in resolved_stages().items() if "cod.pipeline.notebook" in stage.cmd},
                jobs, "notebooks")
 
 
@@ -327,7 +327,7 @@ def show_papermill_log() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cod.notebook", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m cod.pipeline.notebook", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", nargs="?", help="notebook name, e.g. a4_variance_dynamics")
     parser.add_argument("--all", action="store_true",
