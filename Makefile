@@ -29,7 +29,7 @@ $(VENV)/.installed: pyproject.toml requirements-offline.txt jupyter/overrides.d/
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[dev,hf,pipeline,lab]"
 	$(BIN)/pip install --quiet --no-deps -r requirements-offline.txt
-	$(BIN)/python -m cod.plots_page  # the offline page template of `dvc plots show` (.dvc/config)
+	$(BIN)/python -m cod.report.plots_page  # the offline page template of `dvc plots show` (.dvc/config)
 	mkdir -p $(VENV)/share/jupyter/lab/settings/overrides.d  # JupyterLab: a .py file opens as a Jupytext notebook
 	cp jupyter/overrides.d/cod.json $(VENV)/share/jupyter/lab/settings/overrides.d/
 	touch $@
@@ -88,7 +88,7 @@ html: install
 	$(BIN)/python -m cod.pipeline.notebook --html
 
 site: install
-	$(BIN)/python -m cod.site
+	$(BIN)/python -m cod.report.site
 
 # no install step: the lent machine has torch but no registry; its python when there is no .venv
 MODE ?= lease

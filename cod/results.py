@@ -143,7 +143,7 @@ def rounded(value: Any, digits: int = CLAIM_DIGITS) -> Any:
 
 def load_model(path: str | Path):
     """The trained Transformer saved at `path` (a run's model.pt) and its config, in eval mode."""
-    import torch  # lazy: seconds to import; the tables and claims here are read without it (cod.site)
+    import torch  # lazy: seconds to import; the tables and claims here are read without it (cod.report.site)
     from cod.model import Transformer  # lazy: imports torch
 
     path = Path(path)

@@ -15,6 +15,7 @@ import yaml
 
 from cod import ROOT, curves
 from cod.pipeline import runner, stages
+from cod.report import pipeline_graph
 from cod.config import ConfigError
 
 NOTEBOOK_STAGES = stages.notebook_stages()
@@ -126,14 +127,14 @@ def test_the_curves_stage_writes_every_graph_dvc_yaml_declares():
 def test_stages_of_the_same_neighbours_are_one_node_and_groups_one_each():
     edges = {("prepare", "train@*"), ("train@*", "a0"), ("train@*", "a4"), ("train@*", "b1"),
              ("a0", "claims"), ("a4", "claims"), ("b1", "claims"), ("prepare", "b1")}
-    assert stages.group("train@a_130m") == "train@*" and stages.group("claims") == "claims"
-    text = stages.mermaid(edges)
+    assert pipeline_graph.group("train@a_130m") == "train@*" and pipeline_graph.group("claims") == "claims"
+    text = pipeline_graph.mermaid(edges)
     assert '["a0<br/>a4"]' in text and '["b1"]' in text
     assert text.count("-->") == 6 and text.startswith("```mermaid\nflowchart LR\n")
 
 
 def test_the_pipeline_page_shows_dvcs_graph_now():
-    assert stages.graph_block() in (ROOT / "docs" / "pipeline.md").read_text(), "`python -m cod.report` redraws it"
+    assert pipeline_graph.graph_block() in (ROOT / "docs" / "pipeline.md").read_text(), "`python -m cod.report` redraws it"
 
 
 def stage_names() -> list[str]:

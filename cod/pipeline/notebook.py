@@ -54,14 +54,13 @@ from typing import Any
 import nbformat
 
 from cod import ROOT, load_yaml
-from cod import ROOT as KERNEL_ROOT  # where cod.kernel places a stage's folder
 from cod.config import ConfigError, parse_override
-from cod.kernel import assigned, checked_parameters, stage_folder
+from cod.kernel import assigned, checked_parameters
+from cod.paths import EXECUTED, NOTEBOOKS, figures_dir
 from cod.pipeline.runner import resolved_stages, run_stages
 from cod.png import compact_png
+from cod.report.notebook_html import render_all_html, render_html
 
-NOTEBOOKS = ROOT / "notebooks"
-EXECUTED = NOTEBOOKS / "executed"
 KERNEL_ENVIRONMENT = {
     "PYTHONWARNINGS": "ignore:IProgress not found",  # tqdm.auto's TqdmWarning when ipywidgets is absent
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' loading bars: noise in the outputs
@@ -150,9 +149,8 @@ def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | N
     default = EXECUTED / str(parameters["profile"]) / f"{name}.ipynb"
     output = Path(output or default).resolve()
     if "figures_dir" in declared:
-        # the stage's folder under this runner's ROOT (kernel.stage_folder's, but for a ROOT a test may move)
-        folder = ROOT / stage_folder(name, str(parameters["profile"])).relative_to(KERNEL_ROOT) if output == default \
-            else figures_beside(output)
+        # the stage's folder under this runner's ROOT (a test may move it)
+        folder = figures_dir(str(parameters["profile"]), name, ROOT) if output == default else figures_beside(output)
         parameters.setdefault("figures_dir", relative(folder))
     output.parent.mkdir(parents=True, exist_ok=True)
     print(f"[notebook {name}] parameters: {parameters}", flush=True)
@@ -280,28 +278,6 @@ def warn_machine_paths(executed: Path) -> None:
     for folder in sorted({str(ROOT), sys.prefix}):
         if folder in text:
             print(f"warning: {relative(executed)} mentions {folder}: make that output relative", file=sys.stderr)
-
-
-def render_html(notebook_path: Path, html: Path | None = None) -> Path:
-    """An HTML copy of the executed notebook, for reading without Jupyter: beside it (ignored by
-    git) or at `html` (the results site, `cod.site`)."""
-    from nbconvert import HTMLExporter  # lazy: seconds to import; only HTML copies need it
-
-    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook_path, as_version=4))
-    html = html or notebook_path.with_suffix(".html")
-    html.write_text(body)
-    return html
-
-
-def render_all_html(folder: Path | None = None) -> list[Path]:
-    """HTML copies of every executed notebook under `folder` (default: `notebooks/executed/`, all
-    profiles), each beside its notebook; nothing is executed."""
-    notebooks = sorted(p for p in Path(folder or EXECUTED).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-    pages = []
-    for path in notebooks:
-        pages.append(render_html(path))
-        print(f"[html] {relative(pages[-1]) if pages[-1].is_relative_to(ROOT) else pages[-1]}", flush=True)
-    return pages
 
 
 def regenerate_all(jobs: int = 2) -> None:

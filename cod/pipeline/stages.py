@@ -1,5 +1,5 @@
 """What dvc.yaml says about the pipeline that code can derive: each notebook stage's `cod` deps, the
-top-level metrics and plots; and the pipeline graph that docs/pipeline.md shows (`cod.report`).
+top-level metrics and plots (the pipeline graph docs/pipeline.md shows is `cod.report.pipeline_graph`).
 
     python -m cod.pipeline.stages           # print what is stale: deps, metrics and plots
     python -m cod.pipeline.stages --write   # rewrite it (other deps are kept as they are)
@@ -13,9 +13,7 @@ rule, a loader or a plot helper marks exactly the notebooks that use it stale.
 The top-level `metrics:` (each profile's finals.json, the claims summary) and `plots:` (one graph
 of training loss per experiment params.yaml declares, a line per run), both the `curves` stage's
 files (cod.curves), close dvc.yaml after a marker line; they name a profile by its variable
-(${profile}) and never a run, so a run trained adds no line. The pipeline graph (Mermaid) is
-DVC's stage graph with each `foreach` group as one node and stages of the same upstream and
-downstream as one.
+(${profile}) and never a run, so a run trained adds no line.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ import argparse
 import ast
 import functools
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -177,41 +174,6 @@ def top_level_now(dvc_file: Path = ROOT / "dvc.yaml") -> str | None:
     """What follows the marker line of `dvc_file`, the marker included (None without it)."""
     _, marker, rest = dvc_file.read_text().partition(GENERATED)
     return marker + rest if marker else None
-
-
-def stage_graph() -> set[tuple[str, str]]:
-    """(upstream, downstream) of every edge of DVC's stage graph, a `foreach` group named NAME@*,
-    read from `dvc dag --dot` (the pipeline extra's command line: the library never imports dvc)."""
-    dot = subprocess.run([sys.executable, "-m", "dvc", "dag", "--dot"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return {(group(a), group(b)) for a, b in re.findall(r'"([^"]+)" -> "([^"]+)"', dot)}
-
-
-def group(address: str) -> str:
-    """The graph node of a stage: `train@a_130m` is `train@*`."""
-    return address.split("@")[0] + "@*" if "@" in address else address
-
-
-def merged_nodes(edges: set[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
-    """{stage: the stages drawn as its node}: stages with the same upstream and downstream are one node."""
-    stages = sorted({name for edge in edges for name in edge})
-    neighbours = {s: (frozenset(a for a, b in edges if b == s), frozenset(b for a, b in edges if a == s))
-                  for s in stages}
-    return {s: tuple(t for t in stages if neighbours[t] == neighbours[s]) for s in stages}
-
-
-def mermaid(edges: set[tuple[str, str]]) -> str:
-    """A Mermaid flowchart of `edges`, stages of the same neighbours merged (`merged_nodes`)."""
-    nodes = merged_nodes(edges)
-    index = {members: i for i, members in enumerate(sorted(set(nodes.values())))}
-    lines = ["```mermaid", "flowchart LR"]
-    lines += [f'  n{i}["{"<br/>".join(members)}"]' for members, i in index.items()]
-    lines += [f"  n{a} --> n{b}" for a, b in sorted({(index[nodes[a]], index[nodes[b]]) for a, b in edges})]
-    return "\n".join([*lines, "```"]) + "\n"
-
-
-def graph_block() -> str:
-    """The pipeline graph of docs/pipeline.md (`cod.report`), as `mermaid` of `stage_graph`."""
-    return mermaid(stage_graph())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,7 @@
     python -m cod.tools.benchmark --shapes a130m b_d32 --rounds 9
     python -m cod.tools.benchmark --analysis           # + the full layer analysis at 24 and 32 layers
     python -m cod.tools.benchmark --device cuda --bf16 # on a GPU
-    python -m cod.tools.benchmark --record --analysis  # + keep it in runs/cpu/ (the README's section: cod.cpu_report)
+    python -m cod.tools.benchmark --record --analysis  # + keep it in runs/cpu/ (the README's section: cod.report.cpu_speed)
 
 **What is timed.** One training step as each trainer takes it: forward, loss, backward,
 gradient clipping to norm 1 and a fused AdamW step, at the same shape, batch and optimiser
@@ -80,7 +80,7 @@ import torch
 from cod import ROOT
 from cod.analysis import analysis_settings
 from cod.config import ModelConfig, OptimConfig
-from cod.cpu_report import record_folder
+from cod.report.cpu_speed import record_folder
 from cod.flops import flops_per_token, step_products
 from cod.train.host import keep_freed_memory
 from cod.interop import to_hf_llama
@@ -321,7 +321,7 @@ def cpu_name() -> str:
 
 
 def write_record(args: argparse.Namespace, shapes: dict[str, dict], analysis: dict[int, dict]) -> Path:
-    """runs/cpu/<date>_<cpu>/bench.json: this run's machine, settings and results (read by cod.cpu_report)."""
+    """runs/cpu/<date>_<cpu>/bench.json: this run's machine, settings and results (read by cod.report.cpu_speed)."""
     date, cpu = time.strftime("%Y-%m-%d"), cpu_name()
     path = record_folder(date, cpu) / "bench.json"
     record = {"date": date, "path": str(path.relative_to(ROOT)),
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             parts = ", ".join(f"{k} {v:.1f}" for k, v in seconds.items() if v >= 0.05)
             print(f"{n_layers} layers: {sum(seconds.values()):.0f} s in all ({parts})", flush=True)
     if args.record:
-        print(f"\nrecorded in {write_record(args, results, analysis)}; `python -m cod.cpu_report --readme` "
+        print(f"\nrecorded in {write_record(args, results, analysis)}; `python -m cod.report.cpu_speed --readme` "
               "puts it in README.md")
     return 0
 

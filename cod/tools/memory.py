@@ -28,8 +28,8 @@ weights, gradients and AdamW moments alone exceed the GPU (`state_bytes`) is not
 unsharded: the CLI prints that lower bound after a '>'.
 
 `--record` keeps the sizes in runs/memory/<profile>.json, with the peaks of `WHOLE_BATCH`'s runs
-at their whole batch in one pass (no micro-batches); `readme_text` renders the table of
-docs/measurements.md from that record (`cod.report`): every number of it comes from a sizing, none is typed.
+at their whole batch in one pass (no micro-batches); `cod.report.memory_sizes` renders the table of
+docs/measurements.md from that record: every number of it comes from a sizing, none is typed.
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ from cod import ROOT, loss
 from cod.config import ImageSet, Norm, Precision, RunConfig, flatten
 from cod.model import MoE, Transformer
 from cod.params import PROFILES, all_runs, load_params
-from cod.scoreboard import span
 from cod.train.trainer import Recomputed, adamw  # the trainer's own optimiser and recomputation
 from cod.vision import VisionTransformer
 
@@ -272,38 +271,6 @@ def record(profile: str, params: dict) -> dict[str, Any]:
         shapes[label].train, micro_batch=0))) for label in WHOLE_BATCH if label in shapes}
     return {"profile": profile, "date": date.today().isoformat(), "torch": torch.__version__.split("+")[0],
             "gpu_bytes": GPU_BYTES, "margin": MARGIN, "shards": SHARDS, "runs": runs, "whole_batch": whole}
-
-
-def readme_text(kept: dict[str, Any]) -> str:
-    """README.md's memory block: the record's sizes, a row per experiment."""
-    runs = kept["runs"]
-    sharded = {label: r for label, r in runs.items() if r["sharded"] is not None}
-    lines = [f"Sized {kept['date']} (torch {kept['torch']}, `python -m cod.tools.memory {kept['profile']} --record`): "
-             f"{len(runs) - len(sharded)} of the profile's {len(runs)} distinct shapes peak within "
-             f"{1 - kept['margin']:.0%} of one {kept['gpu_bytes'] / 1e9:.0f} GB GPU."]
-    if sharded:
-        lines[0] += (" " + ", ".join(f"`{label}`" for label in sharded) + " fit only sharded: over "
-                     f"{kept['shards']} GPUs with `train.parallel: fsdp`, their estimated peak per GPU is "
-                     + " and ".join(f"{r['sharded'] / 1e9:.0f}" for r in sharded.values()) + " GB.")
-    if kept["whole_batch"]:
-        lines[0] += " Without micro-batches (the whole batch in one pass), " + " and ".join(
-            f"`{label}` would peak at {peak / 1e9:,.0f} GB" for label, peak in kept["whole_batch"].items()) + "."
-    lines += ["", "| experiment | shapes | parameters | batch | `train.micro_batch` | `train.recompute` | peak (GB) |",
-              "|---|---|---|---|---|---|---|"]
-    experiments: dict[str, list[dict]] = {}
-    for label, r in runs.items():
-        experiments.setdefault(label.split("/")[0], []).append(r)
-    for experiment, rs in experiments.items():
-        shapes = sorted({(r["tokens"], r["batch"]) for r in rs})
-        batches = [f"{batch} x {tokens}" if tokens else f"{batch} images" for tokens, batch in shapes]
-        peaks = [r["peak"] / 1e9 for r in rs if r["traced"] and r["sharded"] is None]
-        big = [r for r in rs if not r["traced"] or r["sharded"] is not None]
-        peak = "; ".join([*([span(peaks, "{:.0f}")] if peaks else []),
-                          *(f"{'>' if not r['traced'] else ''}{r['peak'] / 1e9:.0f} unsharded" for r in big)])
-        lines.append(f"| {experiment} | {len(rs)} | {span([r['params'] / 1e9 for r in rs], '{:.2f}')}B | "
-                     f"{', '.join(batches)} | {', '.join(str(m) for m in sorted({r['micro_batch'] for r in rs}))} | "
-                     f"{', '.join(sorted({'yes' if r['recompute'] else 'no' for r in rs}))} | {peak} |")
-    return "\n".join(lines)
 
 
 def record_path(profile: str) -> Path:

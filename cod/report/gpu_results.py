@@ -1,7 +1,7 @@
 """What lent GPUs measured, as the tables of docs/measurements.md: read from the results `cod.tools.gpu_lease`
 wrote (`cod.report` writes the page).
 
-    python -m cod.gpu_report            # print the tables
+    python -m cod.report.gpu_results            # print the tables
 
 Every folder runs/gpu/<date>_<device>_torch<version>[_<call>]/ holds one call's check.json,
 bench.json, science.json or fig4.json (a lease's later calls add a suffix). Calls on the same device,
@@ -212,7 +212,7 @@ def report(results: Path = RESULTS) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="python -m cod.gpu_report", description=__doc__,
+    argparse.ArgumentParser(prog="python -m cod.report.gpu_results", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     print(report())
     return 0

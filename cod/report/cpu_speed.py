@@ -1,7 +1,7 @@
 """The CPU speed section of docs/measurements.md, read from the newest record `python -m cod.tools.benchmark
 --record` wrote (`cod.report` writes the page).
 
-    python -m cod.cpu_report            # print the section
+    python -m cod.report.cpu_speed            # print the section
 
 Each record is runs/cpu/<date>_<cpu>/bench.json: the machine, the benchmark's settings, one
 result per shape (`cod.tools.benchmark.compare`) and, with `--analysis`, the layer analysis's seconds
@@ -96,7 +96,7 @@ def report(record: dict[str, Any] | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="python -m cod.cpu_report", description=__doc__,
+    argparse.ArgumentParser(prog="python -m cod.report.cpu_speed", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     print(report(newest()))
     return 0
