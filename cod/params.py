@@ -35,8 +35,9 @@ from typing import Any
 
 from cod import ROOT, load_yaml
 from cod.config import ConfigError, RunConfig, apply_overrides, run_config
-from cod.train.fingerprint import is_complete
+from cod.data.tasks import check_fine_tuning
 from cod.flops import flops_per_token
+from cod.train.fingerprint import is_complete
 
 PROFILES = ("smoke", "default", "headline", "paper")
 PROFILE_KEYS = ("jobs", "seeds", "max_seeds", "base", "sizes", "gpus_per_run", "experiments")
@@ -68,7 +69,9 @@ class Run:
 
     @property
     def config(self) -> RunConfig:
-        return run_config(self.overrides)
+        cfg = run_config(self.overrides)
+        check_fine_tuning(cfg.finetune)
+        return cfg
 
     @property
     def shape_config(self) -> RunConfig:

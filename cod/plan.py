@@ -23,11 +23,11 @@ from typing import Any
 
 import torch
 
-from cod.tools.benchmark import measure
 from cod.config import FFN, ModelConfig, RunConfig, run_config_from_dict
 from cod.flops import flops_per_token
 from cod.model import Transformer
 from cod.params import ROOT, Run, all_runs, profile_settings
+from cod.tools.benchmark import measure
 
 MAX_TIMED_PARAMS = 5e7  # larger shapes are not timed on a CPU (the paper profile): cost unknown here
 STARTUP_S = 5.0  # a run process: imports, data, fingerprint probe

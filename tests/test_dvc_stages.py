@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from cod import ROOT, curves
+from cod.config import ConfigError
 from cod.pipeline import runner, stages
 from cod.report import pipeline_graph
-from cod.config import ConfigError
 
 NOTEBOOK_STAGES = stages.notebook_stages()
 

@@ -18,18 +18,18 @@ import pytest
 import torch
 
 from conftest import tiny_run
-from cod.pipeline import experiments
 from cod.analysis import (analyse, analysed_runs, analysis_settings, load_analyses, load_attention, load_complete,
                           load_layers, save_attention, save_layers)
-from cod.metrics.attention import attention_at_lengths
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.flops import flops_per_token
+from cod.metrics.attention import attention_at_lengths
 from cod.params import ROOT, Run, all_runs, load_params, profile_settings, resolve_runs, section_of
+from cod.pipeline import experiments
 from cod.plan import (CPU_PROFILES, measured_core_hours, plan, record_block, run_seconds, shape_key,
                       tokens_per_parameter)
-from cod.train.run import main as train_main
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
+from cod.train.run import main as train_main
 
 
 def smoke_params() -> dict:

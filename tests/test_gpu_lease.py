@@ -8,9 +8,9 @@ import math
 import pytest
 
 from conftest import VOCAB
+from cod.report.gpu_results import fig4_rows
 from cod.tools import gpu_carry, gpu_lease
 from cod.tools.gpu_carry import Refusal, export, exported, import_results, pack_tokens
-from cod.report.gpu_results import fig4_rows
 
 
 def test_the_dry_call_exports_after_every_item_and_imports_back(tiny_tokens, tmp_path, monkeypatch, capsys):

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from conftest import tiny_run, torchrun
-from cod.train import run, trainer
 from cod.config import run_config
 from cod.loss import IGNORE_INDEX
 from cod.model import MoE, Transformer
+from cod.train import run, trainer
 from cod.train.trainer import Dist, Trainer
 
 
@@ -202,8 +202,8 @@ def test_live_storages_track_the_peak_of_what_is_alive():
 
 def test_sizing_counts_weights_gradients_and_adamw_state():
     """A step's peak holds at least the fp32 weights, gradients and two AdamW moments."""
-    from cod.tools.memory import training_peak
     from cod.model import Transformer
+    from cod.tools.memory import training_peak
 
     cfg = run_config(["model.d_model=64", "model.n_layers=2", "model.n_heads=2", "data.batch_size=2",
                       "data.seq_len=16"])
@@ -218,8 +218,8 @@ def test_sizing_counts_weights_gradients_and_adamw_state():
 
 
 def test_fsdp_estimate_holds_a_shard_and_never_more_than_a_replica():
-    from cod.tools.memory import sharded_peak, training_peak
     from cod.model import Transformer
+    from cod.tools.memory import sharded_peak, training_peak
 
     cfg = run_config(["model.d_model=64", "model.n_layers=2", "model.n_heads=2", "data.batch_size=8",
                       "data.seq_len=16"])

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from cod import kernel
-from cod.pipeline import notebook, stages
 from cod.config import ConfigError, parse_override
 from cod.ladder import Rung, load_ladder
+from cod.pipeline import notebook, stages
 from cod.results import run_dirs
 
 A4 = "a4_variance_dynamics"

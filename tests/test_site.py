@@ -17,8 +17,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from cod.report import site
 from cod.registry import load_registry
+from cod.report import site
 
 PROFILE = "default"
 SECOND = site.claims_file(site.headline_profile(), PROFILE)  # the headline profile's claims page

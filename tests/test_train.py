@@ -16,8 +16,8 @@ import torch
 from conftest import tiny_run, torchrun
 from cod.config import ConfigError, run_config
 from cod.data.loader import TokenBatches
-from cod.train.fingerprint import TIMINGS, describe
 from cod.model import Transformer
+from cod.train.fingerprint import TIMINGS, describe
 from cod.train.run import main
 from cod.train.trainer import (Callback, Dist, DivergenceWatch, FineTuning, Interrupted, Pretraining, Reading,
                                Trainer, lr_at, param_groups, task_of)

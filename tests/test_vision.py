@@ -15,10 +15,10 @@ import pytest
 import torch
 from torch import nn
 
-from cod.train import fingerprint
 from cod.config import ConfigError, ModelConfig, VisionConfig, run_config
 from cod.data import images as image_data
 from cod.data.images import ImageBatches, decode_idx, load_images, read_idx, write_idx
+from cod.train import fingerprint
 from cod.train.run import main
 from cod.train.trainer import ImageClassification, Trainer
 from cod.vision import VisionTransformer

@@ -80,13 +80,13 @@ import torch
 from cod import ROOT
 from cod.analysis import analysis_settings
 from cod.config import ModelConfig, OptimConfig
-from cod.report.cpu_speed import record_folder
 from cod.flops import flops_per_token, step_products
-from cod.train.host import keep_freed_memory
 from cod.interop import to_hf_llama
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
 from cod.params import load_params
+from cod.report.cpu_speed import record_folder
+from cod.train.host import keep_freed_memory
 
 MATMUL_N = 1024  # side of the square matrices the peak is measured on
 

@@ -23,8 +23,9 @@ import sys
 import tokenize
 from pathlib import Path
 
-from cod.train import fingerprint, trainer
 from cod.config import ConfigError, RunConfig, choices, field_types, run_config
+from cod.data.tasks import check_fine_tuning
+from cod.train import fingerprint, trainer
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -95,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     or SIGTERM in one process (`cod.train.trainer.SignalStop`); the command's exit status."""
     try:
         cfg = run_config(args.overrides)
+        check_fine_tuning(cfg.finetune)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

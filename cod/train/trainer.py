@@ -69,10 +69,10 @@ from cod.data.instructions import InstructionBatches
 from cod.data.loader import TokenBatches, eval_windows
 from cod.data.prepare import prepare_command
 from cod.eval.lm import load_tokenizer
-from cod.train.host import keep_freed_memory
 from cod.loss import IGNORE_INDEX
-from cod.model import Transformer
 from cod.metrics.variance import layer_variances
+from cod.model import Transformer
+from cod.train.host import keep_freed_memory
 from cod.vision import VisionTransformer
 
 
