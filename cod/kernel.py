@@ -22,6 +22,7 @@ from typing import Any
 
 from cod import ROOT, load_yaml
 from cod.config import ConfigError
+from cod.paths import figures_dir
 
 INJECTED = "# Parameters\n"  # how papermill's Python translator opens the cell of the parameters it was given
 
@@ -130,7 +131,7 @@ def check_injected(name: str) -> None:
 
 def stage_folder(name: str, profile: str) -> Path:
     """The committed folder of notebook NAME's figures under `profile`: figures/<profile>/NAME."""
-    return ROOT / "figures" / profile / name
+    return figures_dir(profile, name, ROOT)
 
 
 def committed(figures_dir: str | Path, name: str, profile: str) -> bool:

@@ -37,6 +37,7 @@ from cod import ROOT, load_yaml
 from cod.config import ConfigError, RunConfig, apply_overrides, run_config
 from cod.data.tasks import check_fine_tuning
 from cod.flops import flops_per_token
+from cod.paths import run_dir, run_name, weights_dir
 from cod.train.fingerprint import is_complete
 
 PROFILES = ("smoke", "default", "headline", "paper")
@@ -57,15 +58,15 @@ class Run:
 
     @property
     def name(self) -> str:
-        return f"{self.variant}_s{self.seed}"
+        return run_name(self.variant, self.seed)
 
     @property
     def out(self) -> Path:
-        return ROOT / "runs" / self.profile / self.experiment / self.name
+        return run_dir(self.profile, self.experiment, self.variant, self.seed, ROOT)
 
     @property
     def weights(self) -> Path:
-        return ROOT / "checkpoints" / self.profile / self.experiment / self.name
+        return weights_dir(self.profile, self.experiment, self.variant, self.seed, ROOT)
 
     @property
     def config(self) -> RunConfig:

@@ -27,6 +27,7 @@ from cod.config import FFN, ModelConfig, RunConfig, run_config_from_dict
 from cod.flops import flops_per_token
 from cod.model import Transformer
 from cod.params import ROOT, Run, all_runs, profile_settings
+from cod.paths import profile_runs
 from cod.tools.benchmark import measure
 
 MAX_TIMED_PARAMS = 5e7  # larger shapes are not timed on a CPU (the paper profile): cost unknown here
@@ -47,7 +48,7 @@ def measured_speeds(profile: str) -> dict[tuple, float]:
     """The fastest training tokens/s of the profile's finished runs, per shape (they ran side by
     side; other load on the machine only slows a run, so the fastest is the shape's own speed)."""
     speeds: dict[tuple, list[float]] = {}
-    for final in (ROOT / "runs" / profile).glob("*/*/final.json"):
+    for final in profile_runs(profile, ROOT).glob("*/*/final.json"):
         result = json.loads(final.read_text())
         if result.get("tokens_per_s") and result.get("device") == "cpu":
             cfg = run_config_from_dict(json.loads((final.parent / "config.json").read_text()))
@@ -186,7 +187,7 @@ def plan(params: dict[str, Any], show_runs: str | None = None, out=sys.stdout) -
 def measured_core_hours(profile: str) -> float:
     """Single-core hours the profile's finished runs took, from their final.json (wall time, resumes
     included; runs that shared the machine with other work count as they ran)."""
-    finals = (json.loads(path.read_text()) for path in (ROOT / "runs" / profile).glob("*/*/final.json"))
+    finals = (json.loads(path.read_text()) for path in profile_runs(profile, ROOT).glob("*/*/final.json"))
     return sum(final.get("wall_s") or 0.0 for final in finals) / 3600
 
 

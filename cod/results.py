@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from cod.config import run_config_from_dict
+from cod.paths import split_run_name
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "beyond reach", "holds", "holds loosely", "fails")
 CLAIM_KEYS = ("id", "paper", "item", "claim", "source", "paper_value", "ours", "verdict", "profile")
@@ -36,7 +37,7 @@ def weights_command(path: str | Path) -> str:
     parts = Path(path).parts
     if len(parts) < 5 or parts[-5] != "checkpoints" or "_s" not in parts[-2]:
         return "dvc repro"
-    variant, seed = parts[-2].rsplit("_s", 1)
+    variant, seed = split_run_name(parts[-2])
     return f"{train_command(parts[-3], parts[-4])} --variants {variant} --seeds {seed}"
 
 
@@ -54,7 +55,7 @@ def run_dirs(experiment: str, runs_root: str | Path) -> list[Path]:
 
 
 def _variant_seed(run: Path) -> tuple[str, int]:
-    variant, seed = run.name.rsplit("_s", 1)
+    variant, seed = split_run_name(run.name)
     return variant, int(seed)
 
 
