@@ -58,7 +58,7 @@ def type_name(default: Any) -> str:
     return type(default).__name__
 
 
-def fits(value: Any, default: Any) -> bool:
+def has_default_type(value: Any, default: Any) -> bool:
     """Whether `value` may stand for `default`: a value of its type (an int for a float), a list
     whose items each fit an item of the default list, anything for a default of None."""
     if default is None:
@@ -68,14 +68,15 @@ def fits(value: Any, default: Any) -> bool:
     if isinstance(default, float):
         return isinstance(value, (int, float))
     if isinstance(default, (list, tuple)):
-        return isinstance(value, list) and (not default or all(any(fits(v, d) for d in default) for v in value))
+        return isinstance(value, list) and (not default or all(any(has_default_type(v, d) for d in default)
+                                                               for v in value))
     return isinstance(value, type(default))
 
 
 def checked_parameters(given: dict[str, Any], declared: dict[str, Any], name: str) -> dict[str, Any]:
     """`given` checked against the notebook's `declared` defaults: every name declared, every
-    value of its default's type (`fits`; YAML's '1e-3', read as a string, taken as a float where a
-    float is expected), `profile` one of params.yaml's. Raises ConfigError naming the first misfit."""
+    value of its default's type (`has_default_type`; YAML's '1e-3', read as a string, taken as a
+    float where a float is expected), `profile` one of params.yaml's. Raises ConfigError naming the first misfit."""
     unknown = sorted(set(given) - set(declared))
     if unknown:
         raise ConfigError(
@@ -90,7 +91,7 @@ def checked_parameters(given: dict[str, Any], declared: dict[str, Any], name: st
                 value = float(value)
             except ValueError:
                 pass
-        if not fits(value, default):
+        if not has_default_type(value, default):
             raise ConfigError(f"notebook {name!r}: {key}={value!r} is not allowed; expected {type_name(default)} "
                               f"(the default is {default!r})")
         checked[key] = value

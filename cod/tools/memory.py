@@ -8,7 +8,7 @@ but no storage), runs two optimiser steps of one process's share of the batch in
 with the run's precision and recomputation, and tracks every storage alive: the peak of their sum,
 each rounded up to the CUDA caching allocator's 512-byte blocks. It counts weights, gradients,
 AdamW state and activations. It does not count the CUDA context, library workspaces or
-fragmentation: `fits` leaves `MARGIN` of the GPU for them. Autocast runs as the CPU's (its bf16
+fragmentation: `fits_one_gpu` leaves `MARGIN` of the GPU for them. Autocast runs as the CPU's (its bf16
 matrix products are CUDA's), and attention is the CPU's fused kernel, which, like CUDA's flash
 attention, keeps no T x T matrix. The vocabulary loss is sized at `SIZING_CHUNK` logits a chunk,
 the chunk it takes on a GPU (`cod.loss.DEVICE_CHUNK_ELEMENTS`; the CPU's smaller chunks would
@@ -211,7 +211,7 @@ def _fake_batch(cfg: RunConfig, n: int, vision: bool) -> tuple[torch.Tensor, tor
     return tokens, tokens
 
 
-def fits(peak: int, gpu_bytes: int = GPU_BYTES) -> bool:
+def fits_one_gpu(peak: int, gpu_bytes: int = GPU_BYTES) -> bool:
     """True when a step peaking at `peak` bytes leaves `MARGIN` of the GPU free."""
     return peak <= (1 - MARGIN) * gpu_bytes
 
@@ -235,18 +235,18 @@ def distinct_shapes(params: dict) -> dict[str, RunConfig]:
 def size(cfg: RunConfig) -> dict[str, Any]:
     """One run's sizing: its unsharded peak (traced, or after `traced: false` the lower bound
     `state_bytes`), and its FSDP estimate over `SHARDS` GPUs when that peak does not fit one."""
-    traced = fits(state_bytes(cfg))  # else the states alone exceed the GPU: not worth tracing
+    traced = fits_one_gpu(state_bytes(cfg))  # else the states alone exceed the GPU: not worth tracing
     peak = extrapolated_peak(cfg) if traced else state_bytes(cfg)
     return {"params": _params(cfg), "batch": cfg.data.batch_size,
             "tokens": 0 if cfg.vision.dataset != ImageSet.NONE else cfg.data.seq_len,
             "micro_batch": min(cfg.train.micro_batch or cfg.data.batch_size, cfg.data.batch_size),
             "recompute": bool(cfg.train.recompute),
-            "peak": peak, "traced": traced, "sharded": None if fits(peak) else sharded_peak(cfg)}
+            "peak": peak, "traced": traced, "sharded": None if fits_one_gpu(peak) else sharded_peak(cfg)}
 
 
 def fitting(sized: dict[str, Any]) -> bool:
     """Whether a sizing fits: on one GPU, or sharded over `SHARDS`."""
-    return fits(sized["peak"]) or (sized["sharded"] is not None and fits(sized["sharded"]))
+    return fits_one_gpu(sized["peak"]) or (sized["sharded"] is not None and fits_one_gpu(sized["sharded"]))
 
 
 def row(label: str, sized: dict[str, Any]) -> str:
@@ -254,7 +254,7 @@ def row(label: str, sized: dict[str, Any]) -> str:
     shown = f"{sized['peak'] / 1e9:.1f}" if sized["traced"] else f">{sized['peak'] / 1e9:.1f}"
     verdict = "yes" if sized["sharded"] is None else (
         f"NO; FSDP over {SHARDS} GPUs: {sized['sharded'] / 1e9:.1f} GB (estimated), "
-        + ("fits" if fits(sized["sharded"]) else "does NOT fit"))
+        + ("fits" if fits_one_gpu(sized["sharded"]) else "does NOT fit"))
     return (f"{label:<32} {sized['params'] / 1e9:>6.2f}B {sized['batch']:>6} {sized['micro_batch']:>6} "
             f"{str(sized['recompute']):>9} {shown:>8}  {verdict}")
 
