@@ -28,7 +28,7 @@ from cod.flops import flops_per_token
 from cod.model import Transformer
 from cod.params import ROOT, Run, all_runs, profile_settings
 from cod.paths import profile_runs
-from cod.tools.benchmark import measure
+from cod.train.speed import measure
 
 MAX_TIMED_PARAMS = 5e7  # larger shapes are not timed on a CPU (the paper profile): cost unknown here
 STARTUP_S = 5.0  # a run process: imports, data, fingerprint probe
@@ -57,7 +57,7 @@ def measured_speeds(profile: str) -> dict[tuple, float]:
 
 
 def time_steps(cfg: RunConfig, steps: int = 8) -> float:
-    """Training tokens/s of `cfg`'s shape on one CPU thread (`cod.tools.benchmark.measure`), leaving
+    """Training tokens/s of `cfg`'s shape on one CPU thread (`cod.train.speed.measure`), leaving
     this process's thread count and random state as they were."""
     threads, rng = torch.get_num_threads(), torch.get_rng_state()
     try:

@@ -5,6 +5,7 @@ import argparse
 import pytest
 
 from cod.tools import benchmark
+from cod.train.speed import measure
 
 
 def test_each_default_shape_keeps_its_own_batch_shape():
@@ -34,7 +35,7 @@ def test_unknown_shape_is_refused_before_any_worker_starts(capsys):
 def test_a_mixture_of_experts_is_timed_alone_for_the_plan():
     shape = {"model": {"vocab_size": 64, "max_seq_len": 16, "d_model": 8, "n_layers": 1, "n_heads": 2, "ffn": "moe",
                        "moe_experts": 4, "moe_top_k": 2}, "batch": 2, "seq": 8}
-    assert benchmark.measure("ours", shape, steps=2) > 0  # the products' bound is dense-only; training is not
+    assert measure("ours", shape, steps=2) > 0  # the products' bound is dense-only; training is not
 
 
 def test_a_recorded_run_becomes_the_measurements_section_with_its_own_numbers(tmp_path, monkeypatch):

@@ -35,11 +35,6 @@ LAYERS = [
     ("pipeline", ["cod.pipeline"]),
     ("tools", ["cod.tools"]),
 ]
-# the imports that go up, each with why
-UPWARD = {
-    ("cod.plan", "cod.tools.benchmark"): "a shape no run has measured is timed by the benchmark's worker; cod.plan "
-                                         "is notebook-facing (a0) and stays where it is",
-}
 
 
 def imports(source: str) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
@@ -112,15 +107,10 @@ def layer(module: str) -> int | None:
     return max(found)[1] if found else None
 
 
-def excused(a: str, b: str) -> bool:
-    """Whether `UPWARD` lists a's import of b, or of a module inside package b (which runs b)."""
-    return any(source == a and (target == b or target.startswith(f"{b}.")) for source, target in UPWARD)
-
-
 def upward(edges: dict[str, set[str]]) -> list[str]:
-    """'a (layer) -> b (layer)' for every import of a module of a higher layer, less `UPWARD`."""
+    """'a (layer) -> b (layer)' for every import of a module of a higher layer."""
     return [f"{a} ({LAYERS[layer(a)][0]}) -> {b} ({LAYERS[layer(b)][0]})" for a in sorted(edges)
-            for b in sorted(edges[a]) if layer(b) > layer(a) and not excused(a, b)]
+            for b in sorted(edges[a]) if layer(b) > layer(a)]
 
 
 def test_every_module_of_cod_sits_in_a_layer():
@@ -130,11 +120,6 @@ def test_every_module_of_cod_sits_in_a_layer():
 def test_no_module_imports_a_higher_layer():
     found = upward(graph())
     assert not found, "imports of a higher layer:\n" + "\n".join(found)
-
-
-def test_every_listed_exception_is_an_import_that_exists():
-    edges = graph()
-    assert [pair for pair in UPWARD if pair[1] not in edges.get(pair[0], ())] == []
 
 
 def test_a_lower_layer_importing_a_higher_one_is_named():
