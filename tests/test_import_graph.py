@@ -24,7 +24,7 @@ MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 # the layers, lowest first: a module prefix (a module, or a package and all below it) in each
 LAYERS = [
     ("base", ["cod", "cod.paths", "cod.config", "cod.locks", "cod.progress", "cod.png", "cod.plots", "cod.kernel"]),
-    ("model", ["cod.model", "cod.attention", "cod.loss", "cod.flops", "cod.vision", "cod.interop"]),
+    ("model", ["cod.model", "cod.cpu_attention", "cod.loss", "cod.flops", "cod.vision", "cod.interop"]),
     ("data, measures, theory", ["cod.data", "cod.metrics", "cod.eval", "cod.theory", "cod.adapters"]),
     ("records", ["cod.results"]),  # below the trainer, which writes them
     ("train", ["cod.train"]),

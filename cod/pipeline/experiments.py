@@ -44,9 +44,9 @@ from typing import Any, Callable, Iterator, Protocol
 
 import torch
 
+import cod.train.run
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
 from cod.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
-import cod.train.run
 
 
 RECORD = ROOT / "runs" / "plan.md"  # the CPU profiles' cost table, which docs/measurements.md shows (cod.report)

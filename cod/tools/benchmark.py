@@ -34,7 +34,7 @@ in whichever orientation runs faster. The MFU a step made of nothing else would 
 - 35% in the fused CPU attention kernel (`_scaled_dot_product_flash_attention_for_cpu` and
   its backward), at 6-dimensional heads. Explicit products are faster, and a BLAS product
   whose output is only head-size wide (P @ V) runs 3-5x slower than the same product taken
-  transposed (V^T @ P^T). `cod.attention` arranges every product, forward and backward, to
+  transposed (V^T @ P^T). `cod.cpu_attention` arranges every product, forward and backward, to
   be wide: attention now takes about 30% less time. Forward and backward of 32 x 4 heads of 64
   tokens: head size 6, 11.4 ms fused against 6.1 ms ours; 8, 6.3 against 5.2; 12, 5.2 against
   5.6. So heads of up to 8 (`cod.model.SMALL_HEAD`) use ours on CPUs, larger heads and GPUs the
@@ -51,7 +51,7 @@ in whichever orientation runs faster. The MFU a step made of nothing else would 
 What remains (2026-11-24, a_w48 alone on one thread, with `cod.train.host`: 200 ms a step; HF 214
 ms): 44% in the matrix products (88 ms; HF 77 ms: the rotary trick adds (H + KV) head sizes
 of columns to our q/k/v product), 23% in the fused attention kernel at 12-dimensional heads
-(47 ms; HF the same kernel, 45 ms; `cod.attention` there is no faster, 199 against 200 ms a
+(47 ms; HF the same kernel, 45 ms; `cod.cpu_attention` there is no faster, 199 against 200 ms a
 step), the rest in elementwise work (norms, rotary, SiLU, residual adds) and the optimiser.
 1.5x HF would be a 143 ms step, of which products and attention alone take 135 ms:
 everything else would have to fit in 8 ms, against 66 ms now. Products whose inner
