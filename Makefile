@@ -29,7 +29,7 @@ $(VENV)/.installed: pyproject.toml requirements-offline.txt jupyter/overrides.d/
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[dev,hf,pipeline,lab]"
 	$(BIN)/pip install --quiet --no-deps -r requirements-offline.txt
-	$(BIN)/python -m cod.plots_page  # the offline page template of `dvc plots show` (.dvc/config)
+	$(BIN)/python -m cod.report.plots_page  # the offline page template of `dvc plots show` (.dvc/config)
 	mkdir -p $(VENV)/share/jupyter/lab/settings/overrides.d  # JupyterLab: a .py file opens as a Jupytext notebook
 	cp jupyter/overrides.d/cod.json $(VENV)/share/jupyter/lab/settings/overrides.d/
 	touch $@
@@ -41,14 +41,14 @@ DEFAULT_STAGES := prepare 'train@*' 'finetune@*' 'analyse@*' 'analyse_open@*' 'a
 HEADLINE_STAGES := prepare 'train_headline@*' 'analyse_headline@*' 'h[0-9]*' 'headline_*'
 repro: install
 	$(BIN)/python -m cod.data.snapshot
-	$(BIN)/python -m cod.experiments plan --runs todo
+	$(BIN)/python -m cod.pipeline.experiments plan --runs todo
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --glob $(DEFAULT_STAGES)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item curves
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item docs
 
 repro-headline: install
 	$(BIN)/python -m cod.data.snapshot
-	$(BIN)/python -m cod.experiments plan --runs todo --profile headline
+	$(BIN)/python -m cod.pipeline.experiments plan --runs todo --profile headline
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --glob $(HEADLINE_STAGES)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item curves
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro --single-item docs
@@ -56,11 +56,11 @@ repro-headline: install
 notebooks: install
 	$(BIN)/python -m cod.data.snapshot
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro prepare
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.notebook --all
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.pipeline.notebook --all
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.pipeline docs
 
 plan: install
-	$(BIN)/python -m cod.experiments plan --runs all
+	$(BIN)/python -m cod.pipeline.experiments plan --runs all
 
 # one pytest-xdist worker a core; a test file stays on one worker, so its module fixtures are made once;
 # files start in the order tests/conftest.py gives them (the longest first), not reordered by their test counts
@@ -82,19 +82,19 @@ test-floor: install
 		tests/test_interop.py tests/test_adapters.py tests/test_eval.py tests/test_model.py
 
 benchmark: install
-	$(BIN)/python -m cod.benchmark
+	$(BIN)/python -m cod.tools.benchmark
 
 html: install
-	$(BIN)/python -m cod.notebook --html
+	$(BIN)/python -m cod.pipeline.notebook --html
 
 site: install
-	$(BIN)/python -m cod.site
+	$(BIN)/python -m cod.report.site
 
 # no install step: the lent machine has torch but no registry; its python when there is no .venv
 MODE ?= lease
 LEASE_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
 gpu-lease:
-	$(LEASE_PYTHON) -m cod.gpu_lease $(MODE) $(DRY) $(if $(EXPORT),--export $(EXPORT))
+	$(LEASE_PYTHON) -m cod.tools.gpu_lease $(MODE) $(DRY) $(if $(EXPORT),--export $(EXPORT))
 
 gpu-import:
-	$(LEASE_PYTHON) -m cod.gpu_lease --import $(DIR)
+	$(LEASE_PYTHON) -m cod.tools.gpu_lease --import $(DIR)

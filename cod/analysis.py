@@ -47,6 +47,7 @@ from cod.eval.pretrained import load_layered
 from cod.metrics.attention import AttentionStats, attention_at_lengths
 from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
 from cod.params import PROFILES, ROOT, load_params, pick, resolve_runs
+from cod.paths import analysis_dir, split_run_name
 from cod.results import analyse_command, load_model, train_command
 
 LAYER_SETTINGS = ("eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau")  # with layers: true
@@ -112,7 +113,7 @@ def analyse(name: str, params: dict[str, Any], device: str = "cpu", progress: bo
     if missing:
         raise FileNotFoundError(f"no weights for {missing} in checkpoints/{profile}/{spec['experiment']}: "
                                 f"`{train_command(spec['experiment'], profile)}` trains them")
-    root = ROOT / "analyses" / profile / name
+    root = analysis_dir(profile, name, ROOT)
     root.mkdir(parents=True, exist_ok=True)
     (root / "settings.json").write_text(json.dumps(spec, indent=1) + "\n")
     torch.set_num_threads(1)
@@ -215,7 +216,7 @@ def analyse_open(name: str, params: dict[str, Any], device: str = "cpu", progres
                                 attention_thresholds=spec["attention_thresholds"],
                                 permutation_sequences=max(1, spec["permutation_tokens"] // seq),
                                 permutation_pairs=spec["permutation_pairs"], progress=progress)
-    folder = ROOT / "analyses" / params["profile"] / "open_weights" / name
+    folder = analysis_dir(params["profile"], "open_weights", ROOT) / name
     save_layers(layers, folder, matrices=False)
     (folder / "settings.json").write_text(json.dumps({**spec, "model": name, "device": device}, indent=1) + "\n")
     print(f"[analyse open_weights] {name} on {device}: {len(model.blocks)} layers, "
@@ -306,7 +307,7 @@ def load_analyses(folder: str | Path, variants: typing.Iterable[str]) -> dict[tu
     (analyses/<profile>/<analysis>/); variants with no stored run are simply absent."""
     wanted, found = set(variants), {}
     for path in sorted(Path(folder).glob("*_s*/layers.json")):
-        variant, seed = path.parent.name.rsplit("_s", 1)
+        variant, seed = split_run_name(path.parent.name)
         if variant in wanted and seed.isdigit():
             found[variant, int(seed)] = load_layers(path.parent)
     return found
@@ -423,7 +424,7 @@ def zero_shot_table(folder: str | Path):
     seed, task, acc, acc_norm, chance, n (one row per run and task)."""
     rows = []
     for path in sorted(Path(folder).glob("*_s*/zero_shot.json")):
-        variant, seed = path.parent.name.rsplit("_s", 1)
+        variant, seed = split_run_name(path.parent.name)
         rows += [{"variant": variant, "seed": int(seed), **result} for result in load_zero_shot(path.parent)]
     if not rows:
         command = analyse_command(Path(folder).name, Path(folder).parent.name)  # analyses/PROFILE/NAME

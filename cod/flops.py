@@ -5,7 +5,7 @@
 A mixture-of-experts block counts the experts a token is routed to (its active parameters),
 the shared expert and the router; embeddings are lookups and are not counted.
 `step_products` lists the matrix products of one dense training step at their shapes, which
-`cod.benchmark` times alone for the MFU no implementation built on them can exceed.
+`cod.tools.benchmark` times alone for the MFU no implementation built on them can exceed.
 """
 
 from __future__ import annotations

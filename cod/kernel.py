@@ -1,4 +1,4 @@
-"""A notebook's parameters and where it writes: what `cod.notebook` checks before a run, and what
+"""A notebook's parameters and where it writes: what `cod.pipeline.notebook` checks before a run, and what
 every notebook calls first, inside its kernel, whoever started it.
 
     figures_dir = kernel.start("a4_variance_dynamics", profile, figures_dir)
@@ -7,7 +7,7 @@ every notebook calls first, inside its kernel, whoever started it.
 tagged `parameters` does not declare, or whose value has not its default's type (plain papermill
 only warns about an unknown name and runs on the defaults). It returns the folder the notebook
 writes its figures, tables and claims.json to: `figures_dir` when given (a DVC stage, through
-`cod.notebook`, gives figures/<profile>/NAME, the committed folder; `cod.notebook --output` the
+`cod.pipeline.notebook`, gives figures/<profile>/NAME, the committed folder; `cod.pipeline.notebook --output` the
 folder beside its output), else a folder of its own under the system's temporary folder, so that a
 notebook run by hand (plain papermill, Jupyter) leaves the committed results alone. Only a run
 that writes the committed folder rewrites the README's blocks (`committed`).
@@ -22,6 +22,7 @@ from typing import Any
 
 from cod import ROOT, load_yaml
 from cod.config import ConfigError
+from cod.paths import figures_dir
 
 INJECTED = "# Parameters\n"  # how papermill's Python translator opens the cell of the parameters it was given
 
@@ -57,7 +58,7 @@ def type_name(default: Any) -> str:
     return type(default).__name__
 
 
-def fits(value: Any, default: Any) -> bool:
+def has_default_type(value: Any, default: Any) -> bool:
     """Whether `value` may stand for `default`: a value of its type (an int for a float), a list
     whose items each fit an item of the default list, anything for a default of None."""
     if default is None:
@@ -67,14 +68,15 @@ def fits(value: Any, default: Any) -> bool:
     if isinstance(default, float):
         return isinstance(value, (int, float))
     if isinstance(default, (list, tuple)):
-        return isinstance(value, list) and (not default or all(any(fits(v, d) for d in default) for v in value))
+        return isinstance(value, list) and (not default or all(any(has_default_type(v, d) for d in default)
+                                                               for v in value))
     return isinstance(value, type(default))
 
 
 def checked_parameters(given: dict[str, Any], declared: dict[str, Any], name: str) -> dict[str, Any]:
     """`given` checked against the notebook's `declared` defaults: every name declared, every
-    value of its default's type (`fits`; YAML's '1e-3', read as a string, taken as a float where a
-    float is expected), `profile` one of params.yaml's. Raises ConfigError naming the first misfit."""
+    value of its default's type (`has_default_type`; YAML's '1e-3', read as a string, taken as a
+    float where a float is expected), `profile` one of params.yaml's. Raises ConfigError naming the first misfit."""
     unknown = sorted(set(given) - set(declared))
     if unknown:
         raise ConfigError(
@@ -89,7 +91,7 @@ def checked_parameters(given: dict[str, Any], declared: dict[str, Any], name: st
                 value = float(value)
             except ValueError:
                 pass
-        if not fits(value, default):
+        if not has_default_type(value, default):
             raise ConfigError(f"notebook {name!r}: {key}={value!r} is not allowed; expected {type_name(default)} "
                               f"(the default is {default!r})")
         checked[key] = value
@@ -130,7 +132,7 @@ def check_injected(name: str) -> None:
 
 def stage_folder(name: str, profile: str) -> Path:
     """The committed folder of notebook NAME's figures under `profile`: figures/<profile>/NAME."""
-    return ROOT / "figures" / profile / name
+    return figures_dir(profile, name, ROOT)
 
 
 def committed(figures_dir: str | Path, name: str, profile: str) -> bool:

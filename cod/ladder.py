@@ -31,6 +31,7 @@ from cod.analysis import load_layers, load_zero_shot
 from cod.config import ConfigError
 from cod.metrics.effectiveness import WEIGHT_THRESHOLDS, LayerAnalysis
 from cod.metrics.usefulness import matched_tau
+from cod.paths import run_name, split_run_name
 from cod.results import load_final, load_history, load_layer_stats, spread, train_command
 
 
@@ -44,7 +45,7 @@ class Rung:
 
     def run(self, runs_root: str | Path, seed: int) -> Path:
         """The folder of its run of `seed` (runs_root: runs/<profile>)."""
-        return Path(runs_root) / self.experiment / f"{self.variant}_s{seed}"
+        return Path(runs_root) / self.experiment / run_name(self.variant, seed)
 
     def folder(self, analyses_root: str | Path) -> Path:
         """The folder of its analysis (analyses_root: analyses/<profile>): settings.json, a folder per run."""
@@ -52,7 +53,7 @@ class Rung:
 
     def scores(self, analyses_root: str | Path, seed: int) -> Path:
         """The folder of the layer scores of its run of `seed`."""
-        return self.folder(analyses_root) / f"{self.variant}_s{seed}"
+        return self.folder(analyses_root) / run_name(self.variant, seed)
 
 
 RUNG_FORM = "'experiment/variant' or 'experiment/variant/analysis'"
@@ -270,7 +271,7 @@ def check_trained(rungs: Sequence[Rung], runs_root: str | Path) -> None:
     missing: dict[str, list[Rung]] = {}
     for rung in rungs:
         folder = Path(runs_root) / rung.experiment
-        trained = {run.name.rsplit("_s", 1)[0] for run in folder.glob("*_s*") if (run / "final.json").exists()}
+        trained = {split_run_name(run.name)[0] for run in folder.glob("*_s*") if (run / "final.json").exists()}
         if rung.variant not in trained:
             missing.setdefault(rung.experiment, []).append(rung)
     if missing:

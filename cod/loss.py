@@ -20,7 +20,7 @@ import torch
 
 IGNORE_INDEX = -100  # target id without a loss, as F.cross_entropy's default
 CHUNK_ELEMENTS = 2**17  # logits per chunk on the CPU: 512 KiB in fp32
-DEVICE_CHUNK_ELEMENTS = 2**27  # logits per chunk on a GPU: 512 MiB in fp32 (cod.memory sizes the loss at it)
+DEVICE_CHUNK_ELEMENTS = 2**27  # logits per chunk on a GPU: 512 MiB in fp32 (cod.tools.memory sizes the loss at it)
 MIN_ROWS = 256  # rows per chunk at least, so a large vocabulary's weight is not reread for every few rows
 
 
@@ -57,7 +57,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 grad = exps.mul_((keep / sums)[:, None])
                 grad[r, t] -= keep
                 grad = grad.to(compute_dtype)
-                # both products are taken transposed, so their outputs are wide (see cod.attention)
+                # both products are taken transposed, so their outputs are wide (see cod.cpu_attention)
                 grad_h[start:start + rows] = (w.T @ grad.T).T
                 grad_w_t += x.T @ grad
         if need_grad:

@@ -38,11 +38,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from cod.attention import softmax_attention
 from cod.config import FFN, BranchGain, ConfigError, Init, LNSPosition, ModelConfig, Norm, RopeScaling
+from cod.cpu_attention import softmax_attention
 from cod.loss import linear_cross_entropy
 
-SMALL_HEAD = 8  # largest head size that `cod.attention` serves on CPUs (measured in cod.benchmark's notes)
+SMALL_HEAD = 8  # largest head size that `cod.cpu_attention` serves on CPUs (measured in cod.tools.benchmark's notes)
 LOW_PRECISION = (torch.bfloat16, torch.float16)  # activations the rotary tables are cast to (fp32/fp64 keep theirs)
 GROUP_ROWS = 8  # rows a grouped product's token groups are padded to: 16 bytes of bf16, as its kernels align
 STATE_KINDS = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post", "final_norm")
@@ -153,7 +153,7 @@ class Attention(nn.Module):
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                probs: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Output (B, T, H, hd) and, if asked, the probabilities (B, H, T, T). Small heads on a
-        CPU go through `cod.attention` (PyTorch's fused CPU kernel is up to 2x slower there);
+        CPU go through `cod.cpu_attention` (PyTorch's fused CPU kernel is up to 2x slower there);
         larger heads and GPUs through scaled_dot_product_attention's fused kernels."""
         B, H, T, hd = q.shape
         KV = self.n_kv_heads

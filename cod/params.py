@@ -6,7 +6,7 @@
 
 A run is stored per profile: results in runs/<profile>/<experiment>/<variant>_s<seed>/ (small,
 in git), weights in checkpoints/<profile>/... (DVC's cache). Every run's settings are validated
-when it is resolved, before any of them trains (`cod.experiments` trains them).
+when it is resolved, before any of them trains (`cod.pipeline.experiments` trains them).
 
 `finetunes:` declares experiments that fine-tune another experiment's runs (`base:`): each
 variant and seed starts from the base run of the same name and keeps its model and data
@@ -35,8 +35,10 @@ from typing import Any
 
 from cod import ROOT, load_yaml
 from cod.config import ConfigError, RunConfig, apply_overrides, run_config
-from cod.fingerprint import is_complete
+from cod.data.tasks import check_fine_tuning
 from cod.flops import flops_per_token
+from cod.paths import run_dir, run_name, weights_dir
+from cod.train.fingerprint import is_complete
 
 PROFILES = ("smoke", "default", "headline", "paper")
 PROFILE_KEYS = ("jobs", "seeds", "max_seeds", "base", "sizes", "gpus_per_run", "experiments")
@@ -56,19 +58,21 @@ class Run:
 
     @property
     def name(self) -> str:
-        return f"{self.variant}_s{self.seed}"
+        return run_name(self.variant, self.seed)
 
     @property
     def out(self) -> Path:
-        return ROOT / "runs" / self.profile / self.experiment / self.name
+        return run_dir(self.profile, self.experiment, self.variant, self.seed, ROOT)
 
     @property
     def weights(self) -> Path:
-        return ROOT / "checkpoints" / self.profile / self.experiment / self.name
+        return weights_dir(self.profile, self.experiment, self.variant, self.seed, ROOT)
 
     @property
     def config(self) -> RunConfig:
-        return run_config(self.overrides)
+        cfg = run_config(self.overrides)
+        check_fine_tuning(cfg.finetune)
+        return cfg
 
     @property
     def shape_config(self) -> RunConfig:
@@ -93,7 +97,7 @@ class Run:
         return "done" if (self.weights / "model.pt").exists() else "result only"
 
     def arguments(self) -> list[str]:
-        """The arguments of `python -m cod.run` that train this run."""
+        """The arguments of `python -m cod.train.run` that train this run."""
         settings = [f"{k}={json.dumps(v)}" for k, v in self.overrides.items()]
         return ["--out", str(self.out), "--weights", str(self.weights), "--name", f"{self.experiment}/{self.name}",
                 *settings]
@@ -101,7 +105,7 @@ class Run:
     def command(self, gpus: int = 1) -> list[str]:
         """The training command; on more than one GPU through torchrun (one process per GPU)."""
         torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(gpus)] if gpus > 1 else []
-        return [sys.executable, *torchrun, "-m", "cod.run", *self.arguments()]
+        return [sys.executable, *torchrun, "-m", "cod.train.run", *self.arguments()]
 
 
 def pick(runs: list[Run], wanted: list[str], name_of, option: str, what: str) -> list[Run]:

@@ -1,6 +1,6 @@
 """What a profile costs: every run's status and estimated training time, from measured throughput.
 
-    python -m cod.experiments plan [--runs todo|all]
+    python -m cod.pipeline.experiments plan [--runs todo|all]
 
 A run's cost is its tokens over the tokens/s of its shape, plus start-up and final evaluation.
 The speed of a shape is the fastest of the profile's finished runs of that shape (they trained
@@ -23,11 +23,12 @@ from typing import Any
 
 import torch
 
-from cod.benchmark import measure
 from cod.config import FFN, ModelConfig, RunConfig, run_config_from_dict
 from cod.flops import flops_per_token
 from cod.model import Transformer
 from cod.params import ROOT, Run, all_runs, profile_settings
+from cod.paths import profile_runs
+from cod.train.speed import measure
 
 MAX_TIMED_PARAMS = 5e7  # larger shapes are not timed on a CPU (the paper profile): cost unknown here
 STARTUP_S = 5.0  # a run process: imports, data, fingerprint probe
@@ -47,7 +48,7 @@ def measured_speeds(profile: str) -> dict[tuple, float]:
     """The fastest training tokens/s of the profile's finished runs, per shape (they ran side by
     side; other load on the machine only slows a run, so the fastest is the shape's own speed)."""
     speeds: dict[tuple, list[float]] = {}
-    for final in (ROOT / "runs" / profile).glob("*/*/final.json"):
+    for final in profile_runs(profile, ROOT).glob("*/*/final.json"):
         result = json.loads(final.read_text())
         if result.get("tokens_per_s") and result.get("device") == "cpu":
             cfg = run_config_from_dict(json.loads((final.parent / "config.json").read_text()))
@@ -56,7 +57,7 @@ def measured_speeds(profile: str) -> dict[tuple, float]:
 
 
 def time_steps(cfg: RunConfig, steps: int = 8) -> float:
-    """Training tokens/s of `cfg`'s shape on one CPU thread (`cod.benchmark.measure`), leaving
+    """Training tokens/s of `cfg`'s shape on one CPU thread (`cod.train.speed.measure`), leaving
     this process's thread count and random state as they were."""
     threads, rng = torch.get_num_threads(), torch.get_rng_state()
     try:
@@ -186,12 +187,12 @@ def plan(params: dict[str, Any], show_runs: str | None = None, out=sys.stdout) -
 def measured_core_hours(profile: str) -> float:
     """Single-core hours the profile's finished runs took, from their final.json (wall time, resumes
     included; runs that shared the machine with other work count as they ran)."""
-    finals = (json.loads(path.read_text()) for path in (ROOT / "runs" / profile).glob("*/*/final.json"))
+    finals = (json.loads(path.read_text()) for path in profile_runs(profile, ROOT).glob("*/*/final.json"))
     return sum(final.get("wall_s") or 0.0 for final in finals) / 3600
 
 
 def record_block(params: dict[str, Any], profiles: tuple[str, ...] = CPU_PROFILES) -> str:
-    """The table of what each CPU profile costs, dated (`python -m cod.experiments plan --record`
+    """The table of what each CPU profile costs, dated (`python -m cod.pipeline.experiments plan --record`
     keeps it in runs/plan.md, which docs/measurements.md shows)."""
     rows = []
     for profile in profiles:

@@ -2,7 +2,7 @@
 
 Matplotlib writes 32-bit RGBA PNGs; a plot's flat colours and their anti-aliased edges fit a
 256-colour palette with no visible change, at about a third of the bytes. Figures
-(`cod.plots.save`) and the images inside executed notebooks (`cod.notebook`) go through
+(`cod.plots.save`) and the images inside executed notebooks (`cod.pipeline.notebook`) go through
 `compact_png`, so the committed tree stays within its size limit (tests/test_tree_size.py). An
 image already in palette mode is returned as it is, so compacting twice changes nothing.
 `compact_png(data, colours)` with fewer colours re-encodes any PNG, a palette one included: the

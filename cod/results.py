@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from cod.config import run_config_from_dict
+from cod.paths import split_run_name
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "beyond reach", "holds", "holds loosely", "fails")
 CLAIM_KEYS = ("id", "paper", "item", "claim", "source", "paper_value", "ours", "verdict", "profile")
@@ -22,7 +23,7 @@ CLAIM_DIGITS = 12  # significant digits a claim's numbers keep: re-executing a n
 def train_command(experiment: str, profile: str) -> str:
     """The command that trains `experiment`'s runs of `profile`, whichever profile params.yaml
     names (`dvc repro train@EXPERIMENT` trains params.yaml's only)."""
-    return f"python -m cod.experiments train {experiment} --profile {profile}"
+    return f"python -m cod.pipeline.experiments train {experiment} --profile {profile}"
 
 
 def analyse_command(analysis: str, profile: str) -> str:
@@ -36,13 +37,13 @@ def weights_command(path: str | Path) -> str:
     parts = Path(path).parts
     if len(parts) < 5 or parts[-5] != "checkpoints" or "_s" not in parts[-2]:
         return "dvc repro"
-    variant, seed = parts[-2].rsplit("_s", 1)
+    variant, seed = split_run_name(parts[-2])
     return f"{train_command(parts[-3], parts[-4])} --variants {variant} --seeds {seed}"
 
 
 def notebook_command(profile: str, notebook: str = "NAME") -> str:
     """The command that executes `notebook` (figures, claims) under `profile`."""
-    return f"python -m cod.notebook {notebook} -p profile={profile}"
+    return f"python -m cod.pipeline.notebook {notebook} -p profile={profile}"
 
 
 def run_dirs(experiment: str, runs_root: str | Path) -> list[Path]:
@@ -54,7 +55,7 @@ def run_dirs(experiment: str, runs_root: str | Path) -> list[Path]:
 
 
 def _variant_seed(run: Path) -> tuple[str, int]:
-    variant, seed = run.name.rsplit("_s", 1)
+    variant, seed = split_run_name(run.name)
     return variant, int(seed)
 
 
@@ -143,7 +144,7 @@ def rounded(value: Any, digits: int = CLAIM_DIGITS) -> Any:
 
 def load_model(path: str | Path):
     """The trained Transformer saved at `path` (a run's model.pt) and its config, in eval mode."""
-    import torch  # lazy: seconds to import; the tables and claims here are read without it (cod.site)
+    import torch  # lazy: seconds to import; the tables and claims here are read without it (cod.report.site)
     from cod.model import Transformer  # lazy: imports torch
 
     path = Path(path)

@@ -38,7 +38,7 @@ TIMED_UNITS = {
 def no_claims(figures_root: str | Path, profile: str) -> FileNotFoundError:
     """The error of a profile whose notebooks have written no claims, naming the command that writes them."""
     return FileNotFoundError(f"no claims.json under {Path(figures_root, profile)}: each notebook writes its own, "
-                             f"`{notebook_command(profile)}` (every notebook stage: `python -m cod.notebook --all`)")
+                             f"`{notebook_command(profile)}` (every notebook stage: `python -m cod.pipeline.notebook --all`)")
 
 
 def collect(figures_root: str | Path, profile: str, exclude: tuple[str, ...] = ("claims",)) -> pd.DataFrame:

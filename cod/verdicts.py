@@ -282,7 +282,7 @@ def _clip(*values: pd.Series | pd.DataFrame) -> list:
     return [v.clip(finite.min(), finite.max()) for v in values]
 
 
-def _log(values, scale: str):
+def _on_scale(values, scale: str):
     """The values the interval is computed on: log values on the ratio scale."""
     if scale == "difference":
         return values
@@ -368,7 +368,7 @@ def _sides(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series, bool, int]
 
 def _difference(side_a: pd.Series, side_b: pd.Series, paired: bool, scale: str, alpha: float) -> _Difference:
     clipped_a, clipped_b = _clip(side_a, side_b)
-    log_a, log_b = _log(clipped_a, scale), _log(clipped_b, scale)
+    log_a, log_b = _on_scale(clipped_a, scale), _on_scale(clipped_b, scale)
     if paired:
         diffs = (log_a - log_b).to_numpy()
         est, low, high = t_interval(diffs, alpha)
@@ -477,7 +477,7 @@ def one_sample(values: pd.Series, null: float | None = None, higher_is_better: b
         return Verdict(INCONCLUSIVE, f"no finite value: every run failed{suffix}", mean, spread, n, **kept)
     (clipped,) = _clip(values)
     shift = math.log(null) if scale == "ratio" else null
-    logged = _log(clipped, scale).to_numpy() - shift
+    logged = _on_scale(clipped, scale).to_numpy() - shift
     est, low, high = t_interval(logged, alpha)
     effect, ci = _effect(est, low, high, scale)
     sign = 1 if higher_is_better else -1
@@ -496,7 +496,7 @@ def _paper_per_rung(paper: Sequence[float] | float | None, scale: str) -> float 
     """The paper's per-rung effect: the slope of its values per rung (as `monotone`), or as given."""
     if paper is None or np.isscalar(paper):
         return None if paper is None else float(paper)
-    slope = float(ladder_slopes(_log(np.asarray(paper, float)[:, None], scale))[0])
+    slope = float(ladder_slopes(_on_scale(np.asarray(paper, float)[:, None], scale))[0])
     return math.exp(slope) if scale == "ratio" else slope
 
 
@@ -524,7 +524,7 @@ def monotone(values: pd.DataFrame, sign: int, floor: float = 0.0, scale: str = "
     if not np.isfinite(paired.to_numpy()).any():
         return Verdict(INCONCLUSIVE, "no finite value: every run failed", mean, spread, n, **kept)
     (clipped,) = _clip(paired)
-    slopes = ladder_slopes(_log(clipped, scale).to_numpy())
+    slopes = ladder_slopes(_on_scale(clipped, scale).to_numpy())
     est, low, high = t_interval(slopes, alpha)
     gap = float(clipped.iloc[-1].mean() - clipped.iloc[0].mean())
     coarse = bool(below_resolution(gap, resolution))

@@ -22,7 +22,7 @@ VOCAB = 300
 
 def documentation() -> str:
     """README.md and the hand-written docs pages, one after the other: where the commands and code
-    blocks a user is told to run live (the generated pages, cod.report.PAGES, hold none)."""
+    blocks a user is told to run live (the generated pages, cod.report.docs.PAGES, hold none)."""
     root = Path(__file__).resolve().parents[1]
     pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
     return "\n\n".join(page.read_text() for page in pages)

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from cod import config, notebook, run
+from cod import config
+from cod.pipeline import notebook
+from cod.train import run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,9 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize(
     "command, message",
     [
-        (["cod.run", "--out", "nowhere", "model.norm=rms"], "model.norm='rms' is not allowed; allowed: pre_ln, lns"),
-        (["cod.notebook", "no_such_notebook"], "notebook 'no_such_notebook' not found; available: a0_miniature"),
-        (["cod.notebook", "a3_theory", "-p", "depth=4"], "notebook 'a3_theory' has no parameter 'depth'"),
+        (["cod.train.run", "--out", "nowhere", "model.norm=rms"], "model.norm='rms' is not allowed; allowed: pre_ln, lns"),
+        (["cod.pipeline.notebook", "no_such_notebook"], "notebook 'no_such_notebook' not found; available: a0_miniature"),
+        (["cod.pipeline.notebook", "a3_theory", "-p", "depth=4"], "notebook 'a3_theory' has no parameter 'depth'"),
     ],
 )
 def test_a_bad_setting_is_one_line_and_status_2(command, message):

@@ -205,7 +205,7 @@ def test_bare_prepare_says_what_to_run(capsys):
         prepare.main([])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert "python -m cod.experiments prepare" in err
+    assert "python -m cod.pipeline.experiments prepare" in err
     assert "python -m cod.data.prepare --tokenizer bpe --vocab-size " in err and "--out data/tokens/bpe" in err
 
 

@@ -1,5 +1,5 @@
 """DVC's views of the pipeline: `dvc plots show` writes a page that renders without network (vega
-inline from vl-convert-python, cod.plots_page), checked in headless chromium; `dvc metrics show`
+inline from vl-convert-python, cod.report.plots_page), checked in headless chromium; `dvc metrics show`
 and `dvc dag` have forms narrow enough for a terminal, as the README gives them."""
 
 import configparser
@@ -16,7 +16,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 from conftest import documentation
-from cod import plots_page
+from cod.report import plots_page
 from test_site import browser_paths
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
-"""dvc.yaml's notebook stages against what each notebook imports (cod.stages): a stage depends on
+"""dvc.yaml's notebook stages against what each notebook imports (cod.pipeline.stages): a stage depends on
 every `cod` module its notebook reaches, so changing a module marks exactly its notebooks stale.
-dvc.yaml's metrics and plots and README.md's pipeline graph are what cod.stages derives now."""
+dvc.yaml's metrics and plots and README.md's pipeline graph are what cod.pipeline.stages derives now."""
 
 import json
 import os
@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cod import ROOT, curves, pipeline, stages
+from cod import ROOT, curves
 from cod.config import ConfigError
+from cod.pipeline import runner, stages
+from cod.report import pipeline_graph
 
 NOTEBOOK_STAGES = stages.notebook_stages()
 
@@ -27,24 +29,24 @@ def stale():
 @pytest.mark.parametrize("name", sorted(NOTEBOOK_STAGES))
 def test_a_notebook_stage_depends_on_every_cod_module_it_reaches(name, stale):
     assert f"notebooks/{stages.notebook_of(NOTEBOOK_STAGES[name])}.py" in NOTEBOOK_STAGES[name]["deps"]
-    assert name not in stale, f"`python -m cod.stages --write` updates dvc.yaml's deps of {name}: {stale.get(name)}"
+    assert name not in stale, f"`python -m cod.pipeline.stages --write` updates dvc.yaml's deps of {name}: {stale.get(name)}"
 
 
 def test_the_import_walk_follows_modules_through_cod():
     modules = stages.reached("from cod.verdicts import compare\nfrom cod import plots\n")
     assert {"cod.verdicts", "cod.registry", "cod.results", "cod.plots"} <= modules
-    assert "cod.train" not in stages.reached("from cod.registry import load_registry\n")
+    assert "cod.train.trainer" not in stages.reached("from cod.registry import load_registry\n")
     assert "cod/registry.yaml" in stages.notebook_deps("a4_variance_dynamics")  # the registry's data
 
 
 def test_relative_imports_resolve_against_their_package():
     assert stages.cod_imports("from .loader import open_tokens\n", "cod.data") == {"cod.data.loader"}
-    assert stages.cod_imports("def f():\n    import cod.train\n") == set()  # inside a function: not followed
+    assert stages.cod_imports("def f():\n    import cod.train.trainer\n") == set()  # inside a function: not followed
 
 
 def test_write_replaces_only_the_cod_deps(tmp_path, monkeypatch):
     dvc = tmp_path / "dvc.yaml"
-    dvc.write_text("stages:\n  a4_variance_dynamics:  # Fig. 4\n    cmd: python -m cod.notebook a4_variance_dynamics\n"
+    dvc.write_text("stages:\n  a4_variance_dynamics:  # Fig. 4\n    cmd: python -m cod.pipeline.notebook a4_variance_dynamics\n"
                    "    deps:\n      - notebooks/a4_variance_dynamics.py\n      - runs/${profile}/a_130m\n"
                    "      - cod/plots.py\n    params:\n      - profile\n")
     assert stages.write_deps(dvc) == ["a4_variance_dynamics"]
@@ -66,7 +68,7 @@ def dvc_json(*command: str) -> dict:
 
 
 def test_dvc_yaml_lists_the_metrics_and_plots_of_params_yaml():
-    assert stages.top_level_now() == stages.top_level_text(), "`python -m cod.stages --write` updates them"
+    assert stages.top_level_now() == stages.top_level_text(), "`python -m cod.pipeline.stages --write` updates them"
 
 
 def test_the_lists_name_a_file_per_profile_and_experiment_never_a_run():
@@ -125,14 +127,14 @@ def test_the_curves_stage_writes_every_graph_dvc_yaml_declares():
 def test_stages_of_the_same_neighbours_are_one_node_and_groups_one_each():
     edges = {("prepare", "train@*"), ("train@*", "a0"), ("train@*", "a4"), ("train@*", "b1"),
              ("a0", "claims"), ("a4", "claims"), ("b1", "claims"), ("prepare", "b1")}
-    assert stages.group("train@a_130m") == "train@*" and stages.group("claims") == "claims"
-    text = stages.mermaid(edges)
+    assert pipeline_graph.group("train@a_130m") == "train@*" and pipeline_graph.group("claims") == "claims"
+    text = pipeline_graph.mermaid(edges)
     assert '["a0<br/>a4"]' in text and '["b1"]' in text
     assert text.count("-->") == 6 and text.startswith("```mermaid\nflowchart LR\n")
 
 
 def test_the_pipeline_page_shows_dvcs_graph_now():
-    assert stages.graph_block() in (ROOT / "docs" / "pipeline.md").read_text(), "`python -m cod.report` redraws it"
+    assert pipeline_graph.graph_block() in (ROOT / "docs" / "pipeline.md").read_text(), "`python -m cod.report` redraws it"
 
 
 def stage_names() -> list[str]:
@@ -190,18 +192,18 @@ def test_a_headline_stage_runs_its_notebook_on_the_headline_profiles_experiments
 def test_stages_run_side_by_side_as_dvc_resolves_them():
     """cod.pipeline reads a `foreach` stage as DVC resolves it (its group's name stands for all its
     items), orders stages by what they read, and refuses a stage dvc.yaml lacks before running anything."""
-    found = pipeline.resolved_stages(["prepare", "train@a_130m", "analyse@a_130m"])
-    assert found["train@a_130m"].cmd == "python -m cod.experiments train a_130m"
+    found = runner.resolved_stages(["prepare", "train@a_130m", "analyse@a_130m"])
+    assert found["train@a_130m"].cmd == "python -m cod.pipeline.experiments train a_130m"
     assert "data/tokens" in found["train@a_130m"].deps and "data/tokens" in found["prepare"].outs
-    order = pipeline.waves({name: stage.outs for name, stage in found.items()},
+    order = runner.waves({name: stage.outs for name, stage in found.items()},
                            {name: stage.deps for name, stage in found.items()})
     assert order == [["prepare"], ["train@a_130m"], ["analyse@a_130m"]]
-    group = pipeline.resolved_stages(["train"])
+    group = runner.resolved_stages(["train"])
     assert "train@a_130m" in group and "train_headline@h_130m" not in group and "prepare" not in group
     with pytest.raises(ConfigError, match="stage train@nothing: not in dvc.yaml; allowed: .*prepare"):
-        pipeline.resolved_stages(["train@nothing", "train"])
+        runner.resolved_stages(["train@nothing", "train"])
     with pytest.raises(ConfigError, match="jobs=0: allowed: a positive integer"):
-        pipeline.run_stages(found, jobs=0)
+        runner.run_stages(found, jobs=0)
 
 
 def test_notebooks_that_read_others_outputs_wait_for_them():
@@ -210,13 +212,13 @@ def test_notebooks_that_read_others_outputs_wait_for_them():
     inputs = {"a4": ["runs/default/a_130m", "cod/plots.py"], "b1": ["analyses/default/b_depth"],
               "claims": ["figures/default/a4/claims.json", "figures/default/b1/claims.json"],
               "site": ["figures/default/claims/summary.json", "figures/default/a4"]}
-    assert pipeline.waves(outputs, inputs) == [["a4", "b1"], ["claims"], ["site"]]
-    assert pipeline.waves({"a": ["figures/a"]}, {"a": ["figures/a/claims.json"]}) == [["a"]]  # its own outputs
-    assert pipeline.waves({"a": ["runs/x/a"], "all": ["curves"]}, {"a": [], "all": ["runs/x"]}) == [["a"], ["all"]]
-    assert pipeline.waves({"a": ["figures/ab"], "b": ["figures/a"]}, {"a": [], "b": ["figures/ab/x"]}) == [["a"], ["b"]]
-    assert pipeline.waves({"a": ["figures/ab"], "b": ["figures/a"]}, {"a": [], "b": ["figures/abc"]}) == [["a", "b"]]
+    assert runner.waves(outputs, inputs) == [["a4", "b1"], ["claims"], ["site"]]
+    assert runner.waves({"a": ["figures/a"]}, {"a": ["figures/a/claims.json"]}) == [["a"]]  # its own outputs
+    assert runner.waves({"a": ["runs/x/a"], "all": ["curves"]}, {"a": [], "all": ["runs/x"]}) == [["a"], ["all"]]
+    assert runner.waves({"a": ["figures/ab"], "b": ["figures/a"]}, {"a": [], "b": ["figures/ab/x"]}) == [["a"], ["b"]]
+    assert runner.waves({"a": ["figures/ab"], "b": ["figures/a"]}, {"a": [], "b": ["figures/abc"]}) == [["a", "b"]]
     with pytest.raises(ConfigError, match="in a circle: \\['a', 'b'\\]"):
-        pipeline.waves({"a": ["x"], "b": ["y"]}, {"a": ["y/1"], "b": ["x"]})
+        runner.waves({"a": ["x"], "b": ["y"]}, {"a": ["y/1"], "b": ["x"]})
 
 
 def test_stages_run_as_soon_as_what_they_read_exists_and_a_failure_stops_the_rest(tmp_path, capsys):
@@ -232,9 +234,9 @@ def test_stages_run_as_soon_as_what_they_read_exists_and_a_failure_stops_the_res
     env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
     for command in (["git", "init", "-q"], [sys.executable, "-m", "dvc", "init", "-q"]):
         subprocess.run(command, cwd=tmp_path, check=True, env=env)
-    found = pipeline.resolved_stages(None, tmp_path)
+    found = runner.resolved_stages(None, tmp_path)
     with pytest.raises(SystemExit, match="failed: broken .*not run: after_broken; the 3 others"):
-        pipeline.run_stages(found, jobs=2, repo=tmp_path)
+        runner.run_stages(found, jobs=2, repo=tmp_path)
     finished = [line.split(":")[0].removeprefix("[stages] ") for line in capsys.readouterr().out.splitlines()[1:]]
     assert finished.index("second") < finished.index("slow") and finished.index("broken") < finished.index("slow")
     assert not (tmp_path / "d").exists()
@@ -254,8 +256,8 @@ def test_no_default_profile_stage_reads_what_a_headline_stage_writes():
     headline profile's hours (a0 reads the profile's runs, not the curves stage, which reads both)."""
     makefile = (ROOT / "Makefile").read_text()
     patterns = re.search(r"^DEFAULT_STAGES := (.*)$", makefile, flags=re.M).group(1).replace("'", "").split()
-    found = pipeline.resolved_stages()
-    after = pipeline.prerequisites({n: s.outs for n, s in found.items()}, {n: s.deps for n, s in found.items()})
+    found = runner.resolved_stages()
+    after = runner.prerequisites({n: s.outs for n, s in found.items()}, {n: s.deps for n, s in found.items()})
     reached, frontier = set(), {name for name in found if any(fnmatch(name, p) for p in patterns)}
     while frontier:
         reached |= frontier

@@ -18,18 +18,18 @@ import pytest
 import torch
 
 from conftest import tiny_run
-from cod import experiments
 from cod.analysis import (analyse, analysed_runs, analysis_settings, load_analyses, load_attention, load_complete,
                           load_layers, save_attention, save_layers)
-from cod.metrics.attention import attention_at_lengths
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.flops import flops_per_token
+from cod.metrics.attention import attention_at_lengths
 from cod.params import ROOT, Run, all_runs, load_params, profile_settings, resolve_runs, section_of
+from cod.pipeline import experiments
 from cod.plan import (CPU_PROFILES, measured_core_hours, plan, record_block, run_seconds, shape_key,
                       tokens_per_parameter)
-from cod.run import main as train_main
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
+from cod.train.run import main as train_main
 
 
 def smoke_params() -> dict:
@@ -129,7 +129,7 @@ def test_the_plan_table_counts_each_profiles_runs_and_measured_hours(tmp_path, m
     row = next(line for line in block.splitlines() if line.startswith("| `smoke`"))
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[1:3] == [str(len(all_runs(params))), "0"] and cells[-1] == "2.0"
-    committed = (ROOT / "runs" / "plan.md").read_text()  # python -m cod.experiments plan --record
+    committed = (ROOT / "runs" / "plan.md").read_text()  # python -m cod.pipeline.experiments plan --record
     assert all(f"| `{profile}` |" in committed for profile in CPU_PROFILES)
 
 
@@ -322,8 +322,8 @@ class Finished:
 
 def record_runs(monkeypatch) -> list[tuple[list[str], dict | None]]:
     """(command, environment) of every training process started, which all succeed: on GPUs a
-    `python -m cod.run` or torchrun command, in a process group of its own; on the CPU the
-    arguments of `cod.run` forked."""
+    `python -m cod.train.run` or torchrun command, in a process group of its own; on the CPU the
+    arguments of `cod.train.run` forked."""
     started = []
 
     def popen(command, cwd, env=None, process_group=None):
@@ -354,7 +354,7 @@ def test_runs_side_by_side_get_a_gpu_each(tmp_path, monkeypatch, capsys, visible
             assert gpu not in busy, f"GPU {gpu} given to two runs at once"
             busy.add(gpu)
             seen.append(gpu)
-        assert command[1:3] == ["-m", "cod.run"]
+        assert command[1:3] == ["-m", "cod.train.run"]
 
         def run():  # the process runs until both GPUs are busy
             pair.wait()
@@ -376,7 +376,7 @@ def test_a_run_on_several_gpus_goes_through_torchrun(tmp_path, monkeypatch):
     assert len(started) == 4 and all(env["CUDA_VISIBLE_DEVICES"] == "0,1" for _, env in started)
     command = started[0][0]
     assert command[:8] == [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           "-m", "cod.run"]
+                           "-m", "cod.train.run"]
     params["profiles"]["smoke"]["gpus_per_run"] = 3
     with pytest.raises(ConfigError, match="profiles.smoke.gpus_per_run=3: more than the 2 GPUs visible; "
                                           "allowed: 1 to 2"):
@@ -444,7 +444,7 @@ def test_a_signal_reaches_each_run_once_and_no_run_starts_after_it():
 
 def test_ctrl_c_stops_the_runs_at_their_checkpoints_and_prints_one_line(tiny_tokens, tmp_path):
     """Ctrl-C (SIGINT to the terminal's process group) while two runs of three train: each writes
-    its checkpoint, the third never starts, and `python -m cod.experiments train` prints one line
+    its checkpoint, the third never starts, and `python -m cod.pipeline.experiments train` prints one line
     besides the runs' progress, the command that resumes them all, with no traceback. No forked run
     prints runpy's warning of a main module run again after its import."""
     repo = tmp_path / "repo"  # a throwaway repository: the package's ROOT is where its copy lies
@@ -456,7 +456,7 @@ def test_ctrl_c_stops_the_runs_at_their_checkpoints_and_prints_one_line(tiny_tok
     params = {"profile": "smoke", "profiles": {"smoke": {"jobs": 2, "seeds": [0], "base": base, "sizes": {"s": size}}},
               "experiments": {"demo": {"size": "s", "variants": {"a": {}, "b": {}, "c": {}}}}}
     (repo / "params.yaml").write_text(json.dumps(params))  # JSON is YAML
-    command = [sys.executable, "-m", "cod.experiments", "train", "demo", "--params", str(repo / "params.yaml")]
+    command = [sys.executable, "-m", "cod.pipeline.experiments", "train", "demo", "--params", str(repo / "params.yaml")]
     env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
     process = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, start_new_session=True)
@@ -497,7 +497,7 @@ def test_what_is_not_found_is_named_with_the_command_that_makes_it_for_its_profi
     params = gpu_experiment(tmp_path, monkeypatch, gpus=0)
     (tmp_path / resolve_runs("demo", params)[0].config.data.dataset_dir / "train.bin").unlink()
     params["profile"], params["profiles"]["headline"] = "headline", params["profiles"]["smoke"]
-    with pytest.raises(ConfigError, match="run `python -m cod.experiments prepare --profile headline`"):
+    with pytest.raises(ConfigError, match="run `python -m cod.pipeline.experiments prepare --profile headline`"):
         experiments.train("demo", params)
     expected = {
         lambda: open_tokens(tmp_path / "bpe512_fineweb_edu" / "val.bin"):
@@ -506,18 +506,18 @@ def test_what_is_not_found_is_named_with_the_command_that_makes_it_for_its_profi
         lambda: load_tokenizer(tmp_path / "gpt_neox"): f"`python -m cod.data.prepare --tokenizer gpt_neox "
                                                        f"--out {tmp_path / 'gpt_neox'}` makes it",
         lambda: run_dirs("a_130m", tmp_path / "runs" / "paper"):
-            "`python -m cod.experiments train a_130m --profile paper`",
+            "`python -m cod.pipeline.experiments train a_130m --profile paper`",
         lambda: failure_line(tmp_path / "runs" / "paper", "a_130m"):
-            "`python -m cod.experiments train a_130m --profile paper` trains them",
+            "`python -m cod.pipeline.experiments train a_130m --profile paper` trains them",
         lambda: load_model(tmp_path / "checkpoints" / "paper" / "a_130m" / "lns_s2" / "model.pt"):
-            "`python -m cod.experiments train a_130m --profile paper --variants lns --seeds 2` trains it",
+            "`python -m cod.pipeline.experiments train a_130m --profile paper --variants lns --seeds 2` trains it",
         lambda: load_layers(tmp_path / "analyses" / "paper" / "a_130m" / "lns_s2"):
             "`python -m cod.analysis a_130m --profile paper` makes it",
         lambda: stored_settings(tmp_path / "analyses" / "paper" / "b_depth"):
             "`python -m cod.analysis b_depth --profile paper`",
         lambda: load_sizes(tmp_path / "analyses" / "paper", ["a_130m"], {"Pre-LN": "pre_ln"}):
             "`python -m cod.analysis a_130m --profile paper` make them",
-        lambda: collect(tmp_path / "figures", "paper"): "`python -m cod.notebook NAME -p profile=paper`",
+        lambda: collect(tmp_path / "figures", "paper"): "`python -m cod.pipeline.notebook NAME -p profile=paper`",
     }
     for call, command in expected.items():
         with pytest.raises(FileNotFoundError) as error:

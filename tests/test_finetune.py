@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from cod import fingerprint
 from cod.config import COMMONSENSE_TASKS, ConfigError, LossOn, run_config
 from cod.data.instructions import IGNORE, Example, InstructionBatches, encode_example, instruction_mix
-from cod.data.tasks import load_task, part_indices
+from cod.data.tasks import check_fine_tuning, load_task, part_indices
 from cod.data.tokenizer import train_bpe
 from cod.eval.lm import TextEncoder
-from cod.run import main
-from cod.train import FineTuning, Trainer
+from cod.train import fingerprint
+from cod.train.run import main
+from cod.train.trainer import FineTuning, Trainer
 from conftest import VOCAB, tiny_run
 
 SMALL_MIX = ["finetune.tasks=piqa,arc_easy", "finetune.items_per_task=24"]
@@ -149,7 +149,9 @@ def test_a_retrained_base_makes_the_fine_tuned_run_stale(sft_tokens, tmp_path):
 
 def test_bad_fine_tuning_settings_are_named_before_compute(sft_tokens, tmp_path, capsys):
     with pytest.raises(ConfigError, match="finetune.tasks='piqa,lambada'.*allowed"):
-        run_config(["finetune.tasks=piqa,lambada"])
+        check_fine_tuning(run_config(["finetune.tasks=piqa,lambada"]).finetune)
+    assert main(["--out", str(tmp_path / "t"), *tiny_run(sft_tokens, "finetune.tasks=piqa,lambada")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "t").exists()
     with pytest.raises(ConfigError, match="finetune.loss_on='prompt' is not allowed; allowed: answer, all"):
         run_config(["finetune.loss_on=prompt"])
     assert main(["--out", str(tmp_path / "r"), *tiny_run(sft_tokens, "finetune.base=nowhere/model.pt")]) == 2

@@ -6,10 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from cod import fingerprint
 from cod.config import run_config
 from cod.model import Sublayer, SwiGLU
 from cod.params import all_runs, load_params
+from cod.train import fingerprint
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""The one call of a GPU lease (`python -m cod.gpu_lease lease`): priced before the device starts,
+"""The one call of a GPU lease (`python -m cod.tools.gpu_lease lease`): priced before the device starts,
 refused in one line when it cannot run, run dry at tiny shapes, exported after every item within
 what comes back from $OUT, and imported back under runs/gpu/ as the call wrote it."""
 
@@ -8,9 +8,9 @@ import math
 import pytest
 
 from conftest import VOCAB
-from cod import gpu_carry, gpu_lease
-from cod.gpu_carry import Refusal, export, exported, import_results, pack_tokens
-from cod.gpu_report import fig4_rows
+from cod.report.gpu_results import fig4_rows
+from cod.tools import gpu_carry, gpu_lease
+from cod.tools.gpu_carry import Refusal, export, exported, import_results, pack_tokens
 
 
 def test_the_dry_call_exports_after_every_item_and_imports_back(tiny_tokens, tmp_path, monkeypatch, capsys):

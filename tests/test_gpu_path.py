@@ -1,7 +1,7 @@
 """The GPU path's code, run on the CPU: micro-batches, recomputation, compilation, sharded
 evaluation and FSDP under torchrun (gloo standing in for NCCL), collectives on the model's device,
 what a GPU step must not wait for, the GPU's MoE dispatch and loss chunks, and the lease command
-(`cod.gpu_lease --dry`)."""
+(`cod.tools.gpu_lease --dry`)."""
 
 import functools
 import json
@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from conftest import tiny_run, torchrun
-from cod import run, train
 from cod.config import run_config
 from cod.loss import IGNORE_INDEX
 from cod.model import MoE, Transformer
-from cod.train import Dist, Trainer
+from cod.train import run, trainer
+from cod.train.trainer import Dist, Trainer
 
 
 def _trained(tokens, tmp_path, name, *extra, steps=3, batches=None):
@@ -61,7 +61,7 @@ def test_collectives_run_on_the_model_device(monkeypatch):
         seen.append(t.device)
         raise RuntimeError("stop")
 
-    monkeypatch.setattr(train.dist, "all_reduce", all_reduce)
+    monkeypatch.setattr(trainer.dist, "all_reduce", all_reduce)
     for call in (lambda: d.sum([1.0, 2.0]), lambda: d.mean(1.0)):
         with pytest.raises(RuntimeError, match="stop"):
             call()
@@ -96,7 +96,7 @@ def test_recomputed_blocks_train_exactly_like_stored_ones(tiny_tokens, tmp_path)
 def test_compiled_model_trains_like_eager(tiny_tokens, tmp_path, monkeypatch):
     """Graph capture and autograd through torch.compile; AOT-eager stands in for inductor's
     code generation, which would take a minute on this CPU."""
-    monkeypatch.setattr(train.torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
+    monkeypatch.setattr(trainer.torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
     eager, losses_a = _trained(tiny_tokens, tmp_path, "eager", "train.recompute=true")
     compiled, losses_b = _trained(tiny_tokens, tmp_path, "compiled", "train.recompute=true", "train.compile=true")
     assert compiled.net is not compiled.model
@@ -109,8 +109,8 @@ INTERRUPTED = """
 import sys
 from pathlib import Path
 from cod.config import run_config
-from cod.fingerprint import describe
-from cod.train import Callback, Trainer
+from cod.train.fingerprint import describe
+from cod.train.trainer import Callback, Trainer
 
 
 class Crash(Callback):  # after the statistics and the checkpoint of step 3
@@ -136,7 +136,7 @@ RESUMED = """
 import os
 import sys
 import torch
-from cod import run, train
+from cod.train import run, trainer
 
 real_load = torch.load
 
@@ -146,7 +146,7 @@ def load(path, *args, **kwargs):  # FSDP: process 0 alone reads a checkpoint and
     return real_load(path, *args, **kwargs)
 
 
-train.torch.load = load
+trainer.torch.load = load
 sys.exit(run.main(sys.argv[1:]))
 """
 
@@ -185,7 +185,7 @@ def test_fsdp_with_two_processes_matches_one_process_and_resumes(tiny_tokens, tm
 
 
 def test_live_storages_track_the_peak_of_what_is_alive():
-    from cod.memory import BLOCK, LiveStorages
+    from cod.tools.memory import BLOCK, LiveStorages
 
     live = LiveStorages()
     with live:
@@ -202,8 +202,8 @@ def test_live_storages_track_the_peak_of_what_is_alive():
 
 def test_sizing_counts_weights_gradients_and_adamw_state():
     """A step's peak holds at least the fp32 weights, gradients and two AdamW moments."""
-    from cod.memory import training_peak
     from cod.model import Transformer
+    from cod.tools.memory import training_peak
 
     cfg = run_config(["model.d_model=64", "model.n_layers=2", "model.n_heads=2", "data.batch_size=2",
                       "data.seq_len=16"])
@@ -218,8 +218,8 @@ def test_sizing_counts_weights_gradients_and_adamw_state():
 
 
 def test_fsdp_estimate_holds_a_shard_and_never_more_than_a_replica():
-    from cod.memory import sharded_peak, training_peak
     from cod.model import Transformer
+    from cod.tools.memory import sharded_peak, training_peak
 
     cfg = run_config(["model.d_model=64", "model.n_layers=2", "model.n_heads=2", "data.batch_size=8",
                       "data.seq_len=16"])
@@ -230,7 +230,7 @@ def test_fsdp_estimate_holds_a_shard_and_never_more_than_a_replica():
 
 
 def test_a_peak_carried_along_depth_is_the_traced_peak():
-    from cod.memory import depth_period, extrapolated_peak, training_peak
+    from cod.tools.memory import depth_period, extrapolated_peak, training_peak
 
     for overrides in ({"model.norm": "mix_ln", "model.n_layers": 16}, {"train.recompute": True, "model.n_layers": 5},
                       {"model.ffn": "moe", "model.moe_experts": 4, "model.moe_top_k": 2, "model.n_layers": 5}):
@@ -291,7 +291,7 @@ def test_ddp_broadcasts_no_buffers_and_fsdp_gathers_bf16(tiny_tokens, tmp_path, 
         seen["fsdp"].append(options)
         return module
 
-    monkeypatch.setattr(train.nn.parallel, "DistributedDataParallel", ddp)
+    monkeypatch.setattr(trainer.nn.parallel, "DistributedDataParallel", ddp)
     monkeypatch.setattr(fsdp, "fully_shard", fully_shard)
     for precision in ("bf16", "fp32"):
         t = Trainer(run_config(tiny_run(tiny_tokens, f"train.precision={precision}")), tmp_path / precision,
@@ -376,7 +376,7 @@ import torch
 from pathlib import Path
 from cod.config import run_config
 from cod.loss import IGNORE_INDEX
-from cod.train import Trainer
+from cod.train.trainer import Trainer
 
 out, *overrides = sys.argv[1:]
 trainer = Trainer(run_config(overrides), Path(out), device="cpu", quiet=True)
@@ -424,9 +424,9 @@ COMPILED_FSDP = """
 import functools
 import sys
 import torch
-from cod import run, train
+from cod.train import run, trainer
 
-train.torch.compile = functools.partial(torch.compile, backend="aot_eager")  # inductor: minutes on a CPU
+trainer.torch.compile = functools.partial(torch.compile, backend="aot_eager")  # inductor: minutes on a CPU
 sys.exit(run.main(sys.argv[1:]))
 """
 
@@ -461,7 +461,7 @@ class Absent:  # the lent GPU machine has none of these: importing one fails the
 
 
 sys.meta_path.insert(0, Absent())
-from cod import gpu_lease
+from cod.tools import gpu_lease
 
 sys.exit(gpu_lease.main(sys.argv[1:]))
 """
@@ -479,7 +479,7 @@ def _lease(mode: str, out, *extra: str):
 
 
 def test_the_lease_runs_dry_end_to_end_without_dvc_papermill_or_jupytext(tmp_path):
-    """Every mode of `python -m cod.gpu_lease` at tiny shapes on the CPU, with dvc, papermill and
+    """Every mode of `python -m cod.tools.gpu_lease` at tiny shapes on the CPU, with dvc, papermill and
     jupytext made unimportable: a killed run resumes exactly, compiled equals eager, the MoE
     dispatches agree; the benchmark measures every paper shape; science trains Pre-LN and LNS at
     two depths and summarises them."""
@@ -490,7 +490,7 @@ def test_the_lease_runs_dry_end_to_end_without_dvc_papermill_or_jupytext(tmp_pat
     assert check["bf16_step"]["query_dtype"] == "torch.bfloat16"
 
     bench = _lease("bench", tmp_path)["items"]
-    from cod.gpu_lease import BENCH
+    from cod.tools.gpu_lease import BENCH
 
     for experiment, variant in BENCH:
         assert bench[f"{experiment}/{variant} eager"]["tokens_per_s"] > 0
@@ -516,7 +516,7 @@ def test_the_lease_skips_what_its_budget_cannot_hold(tmp_path):
 def test_lease_results_are_named_by_date_device_and_torch():
     import datetime
 
-    from cod.gpu_lease import default_folder
+    from cod.tools.gpu_lease import default_folder
 
     folder = default_folder("cpu", dry=True)
     assert folder.parts[-3:-1] == (".cache", "gpu_lease")

@@ -1,10 +1,10 @@
-"""The README's GPU tables (`cod.gpu_report`): calls of one lease pooled, numbers read, never typed."""
+"""The README's GPU tables (`cod.report.gpu_results`): calls of one lease pooled, numbers read, never typed."""
 
 import json
 import math
 
 from cod import ROOT
-from cod.gpu_report import bench_rows, lease_key, load, report, science_rows
+from cod.report.gpu_results import bench_rows, lease_key, load, report, science_rows
 
 ENV = {"device": "cuda", "gpu": "NVIDIA H200", "torch": "2.11.0+cu130", "cuda": "13.0", "python": "3.12.3",
        "peak_bf16_flops": 989e12}

@@ -1,4 +1,4 @@
-"""The host allocator setting (cod.host): freed blocks stay in the process for the next step."""
+"""The host allocator setting (cod.train.host): freed blocks stay in the process for the next step."""
 
 import ctypes
 import platform
@@ -6,7 +6,7 @@ import platform
 import pytest
 import torch
 
-from cod.host import keep_freed_memory
+from cod.train.host import keep_freed_memory
 
 glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt and mallinfo2 are glibc's")
 

@@ -1,4 +1,5 @@
-"""The package's imports flow one way: no module of `cod` reaches itself through its imports, at
+"""The package's imports flow one way: every module of `cod` sits in a layer (`LAYERS`) and imports
+only modules of its own layer or lower ones, no module reaches itself through its imports, at
 module level or inside functions (importing a submodule runs its package's __init__ first, so
 that counts too), and an import inside a function says why it waits: `# lazy: <reason>` on its
 line or on a comment line just above it."""
@@ -7,7 +8,7 @@ import ast
 import re
 from pathlib import Path
 
-from cod import stages
+from cod.pipeline import stages
 
 PACKAGE = stages.ROOT / "cod"
 REASON = re.compile(r"#\s*lazy:\s*\S")
@@ -19,6 +20,21 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+# the layers, lowest first: a module prefix (a module, or a package and all below it) in each
+LAYERS = [
+    ("base", ["cod", "cod.paths", "cod.config", "cod.locks", "cod.progress", "cod.png", "cod.plots", "cod.kernel"]),
+    ("model", ["cod.model", "cod.cpu_attention", "cod.loss", "cod.flops", "cod.vision", "cod.interop"]),
+    ("data, measures, theory", ["cod.data", "cod.metrics", "cod.eval", "cod.theory", "cod.adapters"]),
+    ("records", ["cod.results"]),  # below the trainer, which writes them
+    ("train", ["cod.train"]),
+    ("experiments", ["cod.params", "cod.plan", "cod.analysis", "cod.curves"]),  # the runs, their cost, their analyses
+    ("claims", ["cod.verdicts", "cod.registry", "cod.scoreboard", "cod.ladder", "cod.compare", "cod.recipes",
+                "cod.pilot", "cod.depth_map"]),
+    ("report", ["cod.report"]),
+    ("pipeline", ["cod.pipeline"]),
+    ("tools", ["cod.tools"]),
+]
 
 
 def imports(source: str) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
@@ -83,9 +99,37 @@ def test_a_circle_is_found_and_named():
     assert circle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 
 
+def layer(module: str) -> int | None:
+    """The layer of `module`: that of its longest prefix in `LAYERS` (`cod` itself names only
+    cod/__init__.py); None when none is."""
+    found = [(len(prefix), number) for number, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
+             if module == prefix or (prefix != "cod" and module.startswith(f"{prefix}."))]
+    return max(found)[1] if found else None
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    """'a (layer) -> b (layer)' for every import of a module of a higher layer."""
+    return [f"{a} ({LAYERS[layer(a)][0]}) -> {b} ({LAYERS[layer(b)][0]})" for a in sorted(edges)
+            for b in sorted(edges[a]) if layer(b) > layer(a)]
+
+
+def test_every_module_of_cod_sits_in_a_layer():
+    assert not [name for name in MODULES if layer(name) is None], "modules in no layer of LAYERS"
+
+
+def test_no_module_imports_a_higher_layer():
+    found = upward(graph())
+    assert not found, "imports of a higher layer:\n" + "\n".join(found)
+
+
+def test_a_lower_layer_importing_a_higher_one_is_named():
+    assert upward({"cod.config": {"cod.model"}, "cod.model": {"cod.config"}}) == ["cod.config (base) -> cod.model (model)"]
+    assert layer("cod") == 0 and layer("cod.train.run") == layer("cod.train") and layer("cod.trainer") is None
+
+
 def test_importing_a_submodule_runs_its_package_but_not_ones_own():
     edges = graph()
-    assert {"cod.data", "cod.data.tasks"} <= edges["cod.config"]  # from cod.data.tasks import TASKS
+    assert {"cod.data", "cod.data.tasks"} <= edges["cod.train.run"]  # from cod.data.tasks import check_fine_tuning
     assert "cod.eval" not in edges["cod.eval.zeroshot"] and "cod.eval.lm" in edges["cod.eval.zeroshot"]
 
 

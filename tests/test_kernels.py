@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 
 import cod.loss
-from cod.attention import softmax_attention
 from cod.config import ModelConfig
+from cod.cpu_attention import softmax_attention
 from cod.interop import HF, OURS, _rename, to_hf_llama
 from cod.loss import IGNORE_INDEX, linear_cross_entropy
 from cod.model import Transformer

@@ -130,9 +130,9 @@ def test_rungs_without_runs_stop_the_ladder_before_anything_is_read(tmp_path):
     message = str(error.value)
     assert "\n" not in message
     assert message == (f"{tmp_path / 'runs' / 'exp'} holds no run of variant 'b' (rung 'B'), 'c' (rung 'C'): "
-                       "train it with `python -m cod.experiments train exp --profile runs`; "
+                       "train it with `python -m cod.pipeline.experiments train exp --profile runs`; "
                        f"{tmp_path / 'runs' / 'other'} holds no run of variant 'd' (rung 'D'): "
-                       "train it with `python -m cod.experiments train other --profile runs`")
+                       "train it with `python -m cod.pipeline.experiments train other --profile runs`")
 
 
 def test_a_rungs_third_part_names_the_folder_of_its_scores(tmp_path, analysis):

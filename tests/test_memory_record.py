@@ -1,4 +1,4 @@
-"""The paper profile's memory record (runs/memory/paper.json, `python -m cod.memory paper --record`)
+"""The paper profile's memory record (runs/memory/paper.json, `python -m cod.tools.memory paper --record`)
 and README.md's table rendered from it: the record sizes the profile's current shapes, a shape
 sized again gives the recorded peak, and the README shows the record."""
 
@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from cod import memory
 from cod.params import load_params
+from cod.report import memory_sizes
+from cod.tools import memory
 
 GB = 10**9
 
@@ -22,7 +23,7 @@ def test_the_table_has_a_row_per_experiment_and_names_what_fits_only_sharded():
             "shards": 8, "whole_batch": {"a/x": 75 * GB},
             "runs": {"a/x": _sized(22), "a/y": _sized(26, params=0.14), "b/moe": _sized(126, 7.9, False, 24),
                      "v/vit": _sized(2, 0.02, batch=512, tokens=0)}}
-    text = memory.readme_text(kept)
+    text = memory_sizes.report(kept)
     assert "3 of the profile's 4 distinct shapes" in text
     assert "`b/moe` fit only sharded" in text and "estimated peak per GPU is 24 GB" in text
     assert "`a/x` would peak at 75 GB" in text
@@ -40,7 +41,7 @@ def kept() -> dict:
 
 def test_the_record_sizes_every_shape_of_the_paper_profile_and_all_fit(kept):
     shapes = memory.distinct_shapes({**load_params(), "profile": "paper"})
-    assert kept["runs"].keys() == shapes.keys(), "params.yaml's paper shapes changed: python -m cod.memory paper --record --readme"
+    assert kept["runs"].keys() == shapes.keys(), "params.yaml's paper shapes changed: python -m cod.tools.memory paper --record --readme"
     assert all(memory.fitting(r) for r in kept["runs"].values())
     assert kept["whole_batch"].keys() == set(memory.WHOLE_BATCH)
 
@@ -54,4 +55,4 @@ def test_a_shape_sized_again_gives_the_recorded_sizes(kept, label):
 
 
 def test_the_measurements_page_shows_the_record(kept):
-    assert memory.readme_text(kept).strip() in (memory.ROOT / "docs" / "measurements.md").read_text()
+    assert memory_sizes.report(kept).strip() in (memory.ROOT / "docs" / "measurements.md").read_text()

@@ -12,8 +12,8 @@ from cod.metrics.causal import causal_scores
 from cod.metrics.effectiveness import analyse_layers
 from cod.metrics.stream import residual_stream
 from cod.model import MoE, SwiGLU, Transformer
-from cod.run import main
-from cod.train import Trainer
+from cod.train.run import main
+from cod.train.trainer import Trainer
 
 VOCAB = 61
 

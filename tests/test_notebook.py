@@ -13,9 +13,10 @@ import nbformat
 import pytest
 import yaml
 
-from cod import kernel, notebook, stages
+from cod import kernel
 from cod.config import ConfigError, parse_override
 from cod.ladder import Rung, load_ladder
+from cod.pipeline import notebook, stages
 from cod.results import run_dirs
 
 A4 = "a4_variance_dynamics"
@@ -101,7 +102,7 @@ def test_a_bad_profile_block_is_one_line_before_anything_runs(profiles, message,
 
 
 def example(words: list[str]) -> tuple[str, dict]:
-    """The notebook and parameters of a help example, `python -m cod.notebook NAME -p KEY=VALUE`
+    """The notebook and parameters of a help example, `python -m cod.pipeline.notebook NAME -p KEY=VALUE`
     or `papermill IN.ipynb OUT.ipynb -y YAML -p KEY VALUE`."""
     if words[0] == "papermill":
         given = {}
@@ -127,7 +128,7 @@ def test_the_help_examples_parse_against_the_notebook():
 def test_a_missing_result_names_the_command_for_the_profile_asked(tmp_path):
     """`dvc repro train@...` trains params.yaml's profile: a notebook run with -p profile=paper
     is told the command that trains the paper profile's runs."""
-    command = "python -m cod.experiments train a_130m --profile paper"
+    command = "python -m cod.pipeline.experiments train a_130m --profile paper"
     with pytest.raises(FileNotFoundError, match=re.escape(f"train it with `{command}`")):
         run_dirs("a_130m", tmp_path / "runs" / "paper")
     other = tmp_path / "runs" / "paper" / "b_depth" / "d16_s0"  # a ladder whose rung d12 has no run

@@ -1,7 +1,7 @@
 """The whole pipeline at the smoke profile, in a throwaway copy of the repository: every stage that
 trains or measures, run by `cod.pipeline` (dvc.yaml's commands two at a time, recorded in dvc.lock
 as `dvc repro` records them), then what a fresh clone does: with the weights moved away,
-`cod.notebook --all` (`make notebooks`) executes every notebook stage from the small result files
+`cod.pipeline.notebook --all` (`make notebooks`) executes every notebook stage from the small result files
 alone, and nothing trains. The weights then come back and `dvc status` is clean.
 
 Every notebook is executed once, as a fresh clone would: that one execution is what the tests of
@@ -44,7 +44,7 @@ def _stages(repo: Path) -> dict:
 
 
 def _notebook_stages(repo: Path) -> list[str]:
-    return [name for name, stage in _stages(repo).items() if "cod.notebook" in stage.get("cmd", "")]
+    return [name for name, stage in _stages(repo).items() if "cod.pipeline.notebook" in stage.get("cmd", "")]
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def smoke_repo(tmp_path_factory) -> Path:
     (repo / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
     # and the headline experiments that only those stages read (b3-b6's rungs) would train for no notebook:
     # the experiments left run the same train_headline@ and analyse_headline@ commands
-    read = {dep for stage in pipeline["stages"].values() if "cod.notebook" in stage.get("cmd", "")
+    read = {dep for stage in pipeline["stages"].values() if "cod.pipeline.notebook" in stage.get("cmd", "")
             for dep in stage.get("deps", [])}
     params["headline_experiments"] = {name: experiment for name, experiment in params["headline_experiments"].items()
                                       if f"runs/${{headline_profile}}/{name}" in read}
@@ -96,7 +96,7 @@ def smoke_repo(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def fresh_clone(smoke_repo, tmp_path_factory) -> dict:
     """`make notebooks` as on a fresh clone, which has no weights: the trained smoke repository's
-    weights are moved away, every notebook stage is executed by `cod.notebook --all`, and what
+    weights are moved away, every notebook stage is executed by `cod.pipeline.notebook --all`, and what
     that touched is recorded; then the weights come back."""
     weights, aside = smoke_repo / "checkpoints", tmp_path_factory.mktemp("weights") / "checkpoints"
     shutil.move(weights, aside)
@@ -104,7 +104,7 @@ def fresh_clone(smoke_repo, tmp_path_factory) -> dict:
     results.update({p: p.stat().st_mtime_ns for p in (smoke_repo / "analyses").rglob("*.json")})
     started = time.time_ns()
     try:
-        _run([sys.executable, "-m", "cod.notebook", "--all"], smoke_repo)
+        _run([sys.executable, "-m", "cod.pipeline.notebook", "--all"], smoke_repo)
         record = {"trained": weights.exists(), "results": results, "started": started,
                   "rewritten": {p for p, mtime in results.items() if p.stat().st_mtime_ns != mtime},
                   "stale": json.loads(_run(["dvc", "status", "--json"], smoke_repo))}
@@ -173,7 +173,7 @@ def test_changing_a_plot_parameter_does_not_retrain(smoke_repo, fresh_clone):
 
 
 def test_notebook_runner_refuses_unknown_parameters(smoke_repo):
-    done = subprocess.run([sys.executable, "-m", "cod.notebook", "a4_variance_dynamics", "-p", "shalow_layers=2"],
+    done = subprocess.run([sys.executable, "-m", "cod.pipeline.notebook", "a4_variance_dynamics", "-p", "shalow_layers=2"],
                           cwd=smoke_repo, env=_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "has no parameter 'shalow_layers'" in done.stderr and "shallow_layers" in done.stderr

@@ -50,7 +50,7 @@ RUN_ELSEWHERE = {
     "make plan": "tests/test_experiments.py (the plan of a profile)",
     "cod.data.snapshot": "tests/test_pipeline.py (snapshot, then dvc repro prepare)",
 }
-RUN_HERE = ("cod.run", "cod.notebook", "papermill")
+RUN_HERE = ("cod.train.run", "cod.pipeline.notebook", "papermill")
 
 
 def default_vocab() -> int:
@@ -123,7 +123,7 @@ def _run(words: list[str], out: Path, data: Path, *extra: str) -> None:
     budget = ["train.steps=2", "data.batch_size=8", "train.ckpt_every=0", "train.stats_every=0",
               "train.eval_tokens=4096", f"data.tokens_dir={data / 'data' / 'tokens'}"]
     if words[0] == "torchrun":
-        at = words.index("cod.run") + 1  # no GPU in the test: gloo on the CPU
+        at = words.index("cod.train.run") + 1  # no GPU in the test: gloo on the CPU
         torchrun(*words[1:at], "--device", "cpu", *words[at:], *budget, *extra, cwd=ROOT)
     else:
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -135,7 +135,7 @@ def _run(words: list[str], out: Path, data: Path, *extra: str) -> None:
 
 def test_the_training_commands_run_as_written(pipeline_data, tmp_path):
     """No vocabulary override: the defaults must match what the pipeline prepares."""
-    train = commands("cod.run")
+    train = commands("cod.train.run")
     assert len(train) == 2
     for i, words in enumerate(train):
         _run(words, tmp_path / f"run{i}", pipeline_data)
@@ -146,7 +146,7 @@ def test_the_notebook_commands_leave_the_committed_results_alone(tmp_path):
     run: it gets --output too); the committed notebook and figures must not change."""
     committed = sorted((ROOT / "figures" / "default" / "a4_variance_dynamics").iterdir())
     before = {p: p.read_bytes() for p in committed}
-    lines = [list(line) for line in dict.fromkeys(map(tuple, commands("cod.notebook") + commands("papermill")))]
+    lines = [list(line) for line in dict.fromkeys(map(tuple, commands("cod.pipeline.notebook") + commands("papermill")))]
     assert len(lines) == 3  # the five-minute path repeats one of them
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for i, words in enumerate(lines):
@@ -154,7 +154,7 @@ def test_the_notebook_commands_leave_the_committed_results_alone(tmp_path):
         words = [w.replace("/tmp/", f"{tmp_path}/{i}_") for w in words]
         words = [sys.executable if w.endswith("/python") else w for w in words]
         words = [str(Path(sys.executable).with_name("papermill")) if w.endswith("/papermill") else w for w in words]
-        if "cod.notebook" in words and "--output" not in words:
+        if "cod.pipeline.notebook" in words and "--output" not in words:
             words += ["--output", str(tmp_path / f"{i}_a4.ipynb")]
         done = subprocess.run(words, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""The results site (cod.site): the report as its front page, every claim once, relative links that
+"""The results site (cod.report.site): the report as its front page, every claim once, relative links that
 resolve, and pages that work in a real browser (Debian's chromium, driven by selenium; installed
 with apt-get when missing)."""
 
@@ -17,8 +17,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from cod import site
 from cod.registry import load_registry
+from cod.report import site
 
 PROFILE = "default"
 SECOND = site.claims_file(site.headline_profile(), PROFILE)  # the headline profile's claims page

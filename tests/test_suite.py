@@ -8,7 +8,7 @@ from pathlib import Path
 import timing
 from conftest import SLOW
 
-from cod import report
+from cod.report import docs
 
 TESTS = Path(__file__).resolve().parent
 
@@ -31,7 +31,7 @@ def test_the_timing_record_reads_pytests_summary_and_fills_the_measurements_tabl
               "load_before": 0.1, "exit": 0, "tests": {"passed": 660, "skipped": 1}}
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "timings.json").write_text(json.dumps([record]))
-    row = report.suite_table(tmp_path).splitlines()[-1]
+    row = docs.suite_table(tmp_path).splitlines()[-1]
     assert row == "| `make test` | 660 passed, 1 skipped | 10.0 min | 17.0 min | 2 | 0.1 | 2026-11-27 |"
     assert set(timing.SUITES) == {"make test", "make test-fast"}
     makefile = (TESTS.parent / "Makefile").read_text()

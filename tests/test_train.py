@@ -14,13 +14,13 @@ import pytest
 import torch
 
 from conftest import tiny_run, torchrun
-from cod import train
 from cod.config import ConfigError, run_config
 from cod.data.loader import TokenBatches
-from cod.fingerprint import TIMINGS, describe
 from cod.model import Transformer
-from cod.run import main
-from cod.train import Dist, FineTuning, LanguageModel, Trainer, lr_at, param_groups, task_of
+from cod.train.fingerprint import TIMINGS, describe
+from cod.train.run import main
+from cod.train.trainer import (Callback, Dist, DivergenceWatch, FineTuning, Interrupted, Pretraining, Reading,
+                               Trainer, lr_at, param_groups, task_of)
 
 
 def test_schedule_warms_up_then_decays_to_the_floor():
@@ -113,7 +113,7 @@ def test_missing_corpus_is_named_before_training(tmp_path, capsys):
 def test_ddp_with_two_processes_matches_one_process(tiny_tokens, tmp_path):
     overrides = tiny_run(tiny_tokens, "train.steps=6", "train.stats_every=0", "train.ckpt_every=0")
     main(["--out", str(tmp_path / "single"), *overrides])
-    torchrun("--nproc_per_node", "2", "-m", "cod.run", "--out", str(tmp_path / "ddp"), "--device", "cpu", *overrides)
+    torchrun("--nproc_per_node", "2", "-m", "cod.train.run", "--out", str(tmp_path / "ddp"), "--device", "cpu", *overrides)
     single = json.loads((tmp_path / "single" / "final.json").read_text())
     ddp = json.loads((tmp_path / "ddp" / "final.json").read_text())
     assert ddp["world_size"] == 2
@@ -161,7 +161,7 @@ def test_finish_gathers_the_weights_alone(tiny_tokens, tmp_path):
 def test_warmup_in_absolute_steps_where_the_settings_give_them():
     """Paper B warms up for 1,000 iterations, not a share of the run: `optim.warmup_steps` wins
     over warmup_frac; 0 (the default) changes nothing; a negative count is refused."""
-    from cod.train import warmup_steps
+    from cod.train.trainer import warmup_steps
 
     cfg = run_config(["train.steps=100", "optim.lr=1.0", "optim.warmup_frac=0.1"])
     assert warmup_steps(cfg) == 10 and cfg.optim.warmup_steps == 0
@@ -177,7 +177,7 @@ def test_a_run_stops_early_inside_a_longer_schedule(tiny_tokens, tmp_path):
     """`optim.schedule_steps` above `train.steps` trains the first steps of a longer run (paper A's
     Fig. 4 on a lent GPU: 2,400 of 20,000): its learning rates are the longer run's, its warmup a share
     of the schedule; 0 (the default) is train.steps, and a schedule shorter than the run is refused."""
-    from cod.train import warmup_steps
+    from cod.train.trainer import warmup_steps
 
     long = run_config(tiny_run(tiny_tokens, "train.steps=20", "optim.warmup_frac=0.2", "train.ckpt_every=0"))
     early = run_config(tiny_run(tiny_tokens, "train.steps=8", "optim.schedule_steps=20", "optim.warmup_frac=0.2",
@@ -244,7 +244,7 @@ def test_a_signal_checkpoints_and_names_the_command_that_resumes(tiny_tokens, tm
     the saved step and its wall time adds to the earlier session's."""
     out = tmp_path / "r"
     settings = tiny_run(tiny_tokens, "train.steps=100000", "train.ckpt_every=0", "train.stats_every=0")
-    command = [sys.executable, "-m", "cod.run", "--out", str(out), *settings]
+    command = [sys.executable, "-m", "cod.train.run", "--out", str(out), *settings]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     start = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
@@ -253,7 +253,7 @@ def test_a_signal_checkpoints_and_names_the_command_that_resumes(tiny_tokens, tm
     first = torch.load(out / "ckpt.pt", weights_only=False)
     assert hint.startswith(f"[r] SIGINT at step {first['step']} of 100000: checkpoint in {out / 'ckpt.pt'}")
     resume = shlex.split(hint.split("resume with: ")[1])
-    assert resume[:3] == ["python", "-m", "cod.run"] and resume[3:] == command[3:]
+    assert resume[:3] == ["python", "-m", "cod.train.run"] and resume[3:] == command[3:]
     assert first["step"] >= 4 and first["wall_s"] >= 0.5
 
     lines, hint = _stopped(subprocess.Popen([sys.executable, *resume[1:]], **start), signal.SIGTERM,
@@ -286,7 +286,7 @@ def test_wall_time_adds_up_over_resumes(tiny_tokens, tmp_path):
 def test_the_settings_pick_the_kind_of_run(tiny_tokens, tmp_path):
     dist = Dist("cpu", distributed=False)
     task = task_of(run_config(tiny_run(tiny_tokens)), dist)
-    assert type(task) is LanguageModel and isinstance(task.train_batches(), TokenBatches)
+    assert type(task) is Pretraining and isinstance(task.train_batches(), TokenBatches)
     assert type(task.build_model()) is Transformer and task.stats_input().shape == (2, 32)  # 64 tokens of 32
     base = tmp_path / "model.pt"
     base.touch()
@@ -300,7 +300,7 @@ def test_the_settings_pick_the_kind_of_run(tiny_tokens, tmp_path):
 def test_the_loop_takes_what_differs_from_the_task(tiny_tokens, tmp_path, monkeypatch):
     """Tokens, validation, scores and the closing line of a run come from its task alone: a task
     of its own changes them without a change to the loop."""
-    class Counted(LanguageModel):
+    class Counted(Pretraining):
         def tokens(self, x):
             return 2 * x.numel()
 
@@ -313,7 +313,7 @@ def test_the_loop_takes_what_differs_from_the_task(tiny_tokens, tmp_path, monkey
         def summary(self, final):
             return f"counted {final['counted_score']}"
 
-    monkeypatch.setattr(train, "task_of", Counted)
+    monkeypatch.setattr("cod.train.trainer.task_of", Counted)
     cfg = run_config(tiny_run(tiny_tokens, "train.steps=4", "train.eval_every=2", "train.stats_every=0",
                               "train.ckpt_every=0"))
     final = Trainer(cfg, tmp_path / "r", quiet=True).fit()
@@ -326,7 +326,7 @@ def test_the_loop_takes_what_differs_from_the_task(tiny_tokens, tmp_path, monkey
 # ----------------------------------------------------------------------------- side jobs (callbacks)
 
 
-class Spy(train.Callback):
+class Spy(Callback):
     """Records every hook the loop calls: (hook, the trainer's step, what it was given)."""
 
     def __init__(self, due_at=()):
@@ -391,9 +391,9 @@ def test_the_divergence_watch_counts_losses_above_the_limit_in_a_row():
             self.stopped = (status, step)
 
     def first_divergence(losses, patience=2):
-        watch, trainer = train.DivergenceWatch(limit=6.0, patience=patience), Fake()
+        watch, trainer = DivergenceWatch(limit=6.0, patience=patience), Fake()
         for step, loss in enumerate(losses, 1):
-            watch.read(trainer, train.Reading(step, 0, loss, 1.0))
+            watch.read(trainer, Reading(step, 0, loss, 1.0))
             if trainer.stopped:
                 return trainer.stopped
         return None
@@ -420,7 +420,7 @@ def test_the_deadline_stops_a_run_with_a_checkpoint_it_resumes_from(tiny_tokens,
 
 
 def test_a_signal_ends_the_step_under_way_with_a_checkpoint_and_gives_the_handlers_back(tiny_tokens, tmp_path):
-    class Signal(train.Callback):  # a Ctrl-C during step 3 (after it, as it is due at 3)
+    class Signal(Callback):  # a Ctrl-C during step 3 (after it, as it is due at 3)
         def due(self, trainer):
             return trainer.step == 3
 
@@ -430,7 +430,7 @@ def test_a_signal_ends_the_step_under_way_with_a_checkpoint_and_gives_the_handle
     cfg = run_config(tiny_run(tiny_tokens, "train.steps=12", "train.ckpt_every=0", "train.stats_every=0"))
     handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     trainer = Trainer(cfg, tmp_path / "r", quiet=True, callbacks=[Signal()], stop_on_signals=True)
-    with pytest.raises(train.Interrupted, match="SIGINT at step 4 of 12: checkpoint in"):
+    with pytest.raises(Interrupted, match="SIGINT at step 4 of 12: checkpoint in"):
         trainer.fit()
     assert torch.load(tmp_path / "r" / "ckpt.pt", weights_only=False)["step"] == 4
     assert {signum: signal.getsignal(signum) for signum in handlers} == handlers

@@ -15,12 +15,12 @@ import pytest
 import torch
 from torch import nn
 
-from cod import fingerprint
 from cod.config import ConfigError, ModelConfig, VisionConfig, run_config
 from cod.data import images as image_data
 from cod.data.images import ImageBatches, decode_idx, load_images, read_idx, write_idx
-from cod.run import main
-from cod.train import ImageClassification, Trainer
+from cod.train import fingerprint
+from cod.train.run import main
+from cod.train.trainer import ImageClassification, Trainer
 from cod.vision import VisionTransformer
 
 FASHION = VisionConfig(dataset="fashion_mnist")
@@ -126,7 +126,7 @@ def test_named_states_and_layer_order(images):
 
 
 def test_weight_decay_spares_the_class_and_position_embeddings():
-    from cod.train import param_groups
+    from cod.train.trainer import param_groups
 
     model = vit()
     decay, no_decay = param_groups(model, 0.05, decay_all=False)

@@ -1,6 +1,6 @@
 """How long the test suite takes on this machine: `make test` and `make test-fast` run as the
 Makefile runs them, timed and recorded in tests/timings.json, whose table docs/measurements.md
-shows (`cod.report.suite_table`: its numbers are measured here, never typed).
+shows (`cod.report.docs.suite_table`: its numbers are measured here, never typed).
 
     .venv/bin/python tests/timing.py            # time both (minutes) and record them
 

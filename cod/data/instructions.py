@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from cod.config import LossOn, RunConfig
-from cod.data.tasks import load_task
+from cod.data.tasks import check_fine_tuning, load_task
 from cod.eval.lm import TextEncoder
 
 IGNORE = -100  # target id without a loss (F.cross_entropy's default ignore_index)
@@ -75,6 +75,7 @@ class InstructionBatches:
         if cfg.data.batch_size % world_size:
             raise ValueError(f"batch_size {cfg.data.batch_size} is not divisible by world_size {world_size}")
         text = TextEncoder(tokenizer)
+        check_fine_tuning(cfg.finetune)
         mix = instruction_mix(cfg.finetune.task_names, cfg.finetune.items_per_task)
         self.examples = [encode_example(text, example, cfg.data.seq_len, cfg.finetune.loss_on) for example in mix]
         self.tasks = [example.task for example in mix]

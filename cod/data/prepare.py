@@ -538,12 +538,12 @@ def prepare_command_of(folder: str | Path) -> str:
 
 
 def what_to_run() -> str:
-    """The commands that prepare the pipeline's token arrays, or those `cod.run` reads by default."""
+    """The commands that prepare the pipeline's token arrays, or those `cod.train.run` reads by default."""
     return (
         "--tokenizer and --out are required. To prepare every dataset the pipeline trains on (for the "
         "profile in params.yaml; what `dvc repro prepare` runs):\n"
-        "  python -m cod.experiments prepare\n"
-        "or the one `python -m cod.run` reads with its default settings:\n"
+        "  python -m cod.pipeline.experiments prepare\n"
+        "or the one `python -m cod.train.run` reads with its default settings:\n"
         f"  {prepare_command(DataConfig())}"
     )
 

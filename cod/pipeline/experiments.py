@@ -1,24 +1,24 @@
 """Experiments of params.yaml (`cod.params`) planned, costed and trained side by side.
 
-    python -m cod.experiments plan                          # every run of the profile: done, to train, cost (cod.plan)
-    python -m cod.experiments plan --record                 # keep the CPU profiles' cost table (runs/plan.md)
-    python -m cod.experiments list a_130m                   # one experiment's runs and their settings
-    python -m cod.experiments train a_130m                  # what DVC's train@NAME stage runs
-    python -m cod.experiments train a_130m --variants pre_ln,lns   # only these variants, every seed
-    python -m cod.experiments train a_130m --seeds 0,1            # only these seeds
-    python -m cod.experiments train a_130m --new            # only runs with no result (not those whose weights are gone)
-    python -m cod.experiments prepare                       # token arrays the profile needs
+    python -m cod.pipeline.experiments plan                          # every run of the profile: done, to train, cost (cod.plan)
+    python -m cod.pipeline.experiments plan --record                 # keep the CPU profiles' cost table (runs/plan.md)
+    python -m cod.pipeline.experiments list a_130m                   # one experiment's runs and their settings
+    python -m cod.pipeline.experiments train a_130m                  # what DVC's train@NAME stage runs
+    python -m cod.pipeline.experiments train a_130m --variants pre_ln,lns   # only these variants, every seed
+    python -m cod.pipeline.experiments train a_130m --seeds 0,1            # only these seeds
+    python -m cod.pipeline.experiments train a_130m --new            # only runs with no result (not those whose weights are gone)
+    python -m cod.pipeline.experiments prepare                       # token arrays the profile needs
 
 Each run is a separate process with one thread: on a CPU two single-threaded runs side by side
 train about twice as fast as one run on two threads. On the CPU each is forked from a server that
-imported torch and `cod.run` once (`FORKS`), which saves seconds of start-up a run; on GPUs each
-is `python -m cod.run`, or torchrun.
+imported torch and `cod.train.run` once (`FORKS`), which saves seconds of start-up a run; on GPUs each
+is `python -m cod.train.run`, or torchrun.
 Where GPUs are visible (those of CUDA_VISIBLE_DEVICES when it is set), every run gets GPUs of
 its own: `gpus_per_run` of them (the profile's, default 1), through CUDA_VISIBLE_DEVICES, and a
 run on more than one is launched with torchrun (DDP or FSDP, `train.parallel`). Runs never share
 a GPU: `jobs` is capped at the visible GPUs divided by `gpus_per_run`.
 A run is trained again only when its weights are missing or it no longer matches its settings
-and code (`cod.fingerprint`); an interrupted run resumes from its checkpoint.
+and code (`cod.train.fingerprint`); an interrupted run resumes from its checkpoint.
 
 Ctrl-C (or SIGTERM) while runs train: each run under way ends its step and writes its checkpoint,
 no further run starts, and one line names the command that resumes them all (`Launcher`).
@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import torch
 
-import cod.run
+import cod.train.run
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
 from cod.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
 
@@ -90,14 +90,14 @@ def visible_gpus() -> list[str]:
     ids = visible.split(",") if visible is not None else map(str, range(count))
     return [i.strip() for i in ids][:count]
 
-# CPU runs: forked from one server process that imported cod.run (and so torch), cod.params and
+# CPU runs: forked from one server process that imported cod.train.run (and so torch), cod.params and
 # torch._dynamo, which torch imports at a process's first optimiser: about a second of start-up a
 # run, paid once here. A forked process runs its parent's main module again (multiprocessing's way
-# of giving it the parent's __main__), this one for `python -m cod.experiments`, so the server
+# of giving it the parent's __main__), this one for `python -m cod.pipeline.experiments`, so the server
 # imports what this module imports but not this module itself: runpy warns when it runs a module
 # that is already imported ("found in sys.modules ... prior to execution").
 FORKS = multiprocessing.get_context("forkserver")
-FORKS.set_forkserver_preload(["cod.run", "cod.params", "torch._dynamo"])
+FORKS.set_forkserver_preload(["cod.train.run", "cod.params", "torch._dynamo"])
 
 
 # multiprocessing reads a forked process's exit status from a pipe in `poll`, which is not thread-safe:
@@ -141,7 +141,7 @@ class Process(Protocol):
 
 
 class Launcher:
-    """Starts the runs' processes, each in a process group of its own (`cod.run.forked`, or
+    """Starts the runs' processes, each in a process group of its own (`cod.train.run.forked`, or
     `process_group=0`), so that a terminal's Ctrl-C, sent to its foreground process group, reaches
     this process alone. While `listening`, a SIGINT or SIGTERM is passed on to every run alive,
     once (a run's second signal stops it at once, without its checkpoint), and no further run
@@ -193,9 +193,9 @@ class RunsInterrupted(Exception):
 
 
 def train_on_cpu(arguments: list[str], launcher: Launcher) -> int | None:
-    """`python -m cod.run ARGUMENTS` from the repository, in a process forked from `FORKS`' server
+    """`python -m cod.train.run ARGUMENTS` from the repository, in a process forked from `FORKS`' server
     and started by `launcher`; its exit status (None: not started)."""
-    return launcher.run(lambda: Fork(cod.run.forked, (arguments, str(ROOT))))
+    return launcher.run(lambda: Fork(cod.train.run.forked, (arguments, str(ROOT))))
 
 
 class GPUs:
@@ -251,7 +251,7 @@ def train(experiment: str, params: dict[str, Any], jobs: int | None = None, vari
         dataset = ROOT / run.config.data.dataset_dir / "train.bin"
         if run.config.vision.dataset == ImageSet.NONE and not dataset.exists():
             raise ConfigError(f"{dataset} not found (data.tokens_dir={run.config.data.tokens_dir}); "
-                              f"run `python -m cod.experiments prepare --profile {params['profile']}`")
+                              f"run `python -m cod.pipeline.experiments prepare --profile {params['profile']}`")
     profile, launcher = profile_settings(params), Launcher()
     jobs, gpus = jobs or profile.get("jobs", 1), GPUs(profile.get("gpus_per_run", 1), params["profile"], launcher)
     if gpus.ids:
@@ -321,10 +321,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def resume_command(argv: list[str], profile: str) -> str:
-    """The command of `argv` (`python -m cod.experiments ARGV`), which trains the runs again, each
+    """The command of `argv` (`python -m cod.pipeline.experiments ARGV`), which trains the runs again, each
     from its checkpoint, with the profile in use named."""
     named = any(word == "--profile" or word.startswith("--profile=") for word in argv)
-    return shlex.join(["python", "-m", "cod.experiments", *argv, *([] if named else ["--profile", profile])])
+    return shlex.join(["python", "-m", "cod.pipeline.experiments", *argv, *([] if named else ["--profile", profile])])
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The page template of `dvc plots show`, readable offline: vega, vega-lite and vega-embed come
 inline from an installed package (vl-convert-python) instead of the CDN links of dvc-render.
 
-    python -m cod.plots_page        # writes .cache/dvc_plots_page.html (`make install` runs it)
+    python -m cod.report.plots_page        # writes .cache/dvc_plots_page.html (`make install` runs it)
 
 dvc-render fills an HTML template: `{plot_divs}` with a <div> per plot whose script calls
 `vegaEmbed`, `{scripts}` with three <script> tags that fetch the libraries from a CDN, so that
@@ -87,7 +87,7 @@ def write(path: Path = PAGE) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cod.plots_page", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m cod.report.plots_page", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=PAGE,
                         help=f"where the template goes (default {PAGE.relative_to(ROOT)})")

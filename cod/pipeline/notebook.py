@@ -1,9 +1,9 @@
 """Execute a notebook of `notebooks/` with papermill, the way the DVC stages do.
 
-    python -m cod.notebook a4_variance_dynamics                  # parameters from params.yaml
-    python -m cod.notebook a4_variance_dynamics -p 'steps_to_show=[0.5, 1.0]'   # plus overrides (YAML)
-    python -m cod.notebook --all        # every notebook stage through DVC, from committed results only
-    python -m cod.notebook --html       # an HTML copy of every executed notebook (`make html`)
+    python -m cod.pipeline.notebook a4_variance_dynamics                  # parameters from params.yaml
+    python -m cod.pipeline.notebook a4_variance_dynamics -p 'steps_to_show=[0.5, 1.0]'   # plus overrides (YAML)
+    python -m cod.pipeline.notebook --all        # every notebook stage through DVC, from committed results only
+    python -m cod.pipeline.notebook --html       # an HTML copy of every executed notebook (`make html`)
 
 Sources are jupytext percent files (`notebooks/NAME.py`, diff-friendly). The parameters
 are `profile` plus `notebooks.NAME` from params.yaml, then that entry's `profiles:` block for
@@ -31,7 +31,7 @@ to a folder of its own under the system's temporary folder, never the committed 
 
 `--all` is what `make notebooks` runs: every notebook stage's command, `--jobs` at a time (a stage
 that reads another's outputs, as the claims notebooks do, after it), then records them all in
-dvc.lock at once (`cod.pipeline.record`), so that it records what was regenerated, as `dvc repro
+dvc.lock at once (`cod.pipeline.runner.record`), so that it records what was regenerated, as `dvc repro
 --force --single-item` would one at a time, while no training or analysis stage runs (they need
 weights, which a fresh clone lacks; notebooks read only committed small files).
 """
@@ -54,14 +54,13 @@ from typing import Any
 import nbformat
 
 from cod import ROOT, load_yaml
-from cod import ROOT as KERNEL_ROOT  # where cod.kernel places a stage's folder
 from cod.config import ConfigError, parse_override
-from cod.kernel import assigned, checked_parameters, stage_folder
-from cod.pipeline import resolved_stages, run_stages
+from cod.kernel import assigned, checked_parameters
+from cod.paths import EXECUTED, NOTEBOOKS, figures_dir
+from cod.pipeline.runner import resolved_stages, run_stages
 from cod.png import compact_png
+from cod.report.notebook_html import render_all_html, render_html
 
-NOTEBOOKS = ROOT / "notebooks"
-EXECUTED = NOTEBOOKS / "executed"
 KERNEL_ENVIRONMENT = {
     "PYTHONWARNINGS": "ignore:IProgress not found",  # tqdm.auto's TqdmWarning when ipywidgets is absent
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' loading bars: noise in the outputs
@@ -150,9 +149,8 @@ def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | N
     default = EXECUTED / str(parameters["profile"]) / f"{name}.ipynb"
     output = Path(output or default).resolve()
     if "figures_dir" in declared:
-        # the stage's folder under this runner's ROOT (kernel.stage_folder's, but for a ROOT a test may move)
-        folder = ROOT / stage_folder(name, str(parameters["profile"])).relative_to(KERNEL_ROOT) if output == default \
-            else figures_beside(output)
+        # the stage's folder under this runner's ROOT (a test may move it)
+        folder = figures_dir(str(parameters["profile"]), name, ROOT) if output == default else figures_beside(output)
         parameters.setdefault("figures_dir", relative(folder))
     output.parent.mkdir(parents=True, exist_ok=True)
     print(f"[notebook {name}] parameters: {parameters}", flush=True)
@@ -282,32 +280,10 @@ def warn_machine_paths(executed: Path) -> None:
             print(f"warning: {relative(executed)} mentions {folder}: make that output relative", file=sys.stderr)
 
 
-def render_html(notebook_path: Path, html: Path | None = None) -> Path:
-    """An HTML copy of the executed notebook, for reading without Jupyter: beside it (ignored by
-    git) or at `html` (the results site, `cod.site`)."""
-    from nbconvert import HTMLExporter  # lazy: seconds to import; only HTML copies need it
-
-    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook_path, as_version=4))
-    html = html or notebook_path.with_suffix(".html")
-    html.write_text(body)
-    return html
-
-
-def render_all_html(folder: Path | None = None) -> list[Path]:
-    """HTML copies of every executed notebook under `folder` (default: `notebooks/executed/`, all
-    profiles), each beside its notebook; nothing is executed."""
-    notebooks = sorted(p for p in Path(folder or EXECUTED).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
-    pages = []
-    for path in notebooks:
-        pages.append(render_html(path))
-        print(f"[html] {relative(pages[-1]) if pages[-1].is_relative_to(ROOT) else pages[-1]}", flush=True)
-    return pages
-
-
 def regenerate_all(jobs: int = 2) -> None:
     """Re-execute every notebook stage, `jobs` at a time (each once what it reads exists), and record
     them in dvc.lock (`cod.pipeline`); none of the stages they would need weights for runs."""
-    run_stages({name: stage for name, stage in resolved_stages().items() if "cod.notebook" in stage.cmd},
+    run_stages({name: stage for name, stage in resolved_stages().items() if "cod.pipeline.notebook" in stage.cmd},
                jobs, "notebooks")
 
 
@@ -327,7 +303,7 @@ def show_papermill_log() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cod.notebook", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m cod.pipeline.notebook", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("name", nargs="?", help="notebook name, e.g. a4_variance_dynamics")
     parser.add_argument("--all", action="store_true",

@@ -1,8 +1,8 @@
 """The results site: static HTML pages of the replication report, the committed claims, figures and
 executed notebooks.
 
-    python -m cod.site                             # site/ for the default profile (`make site`)
-    python -m cod.site --out /tmp/site --profile smoke
+    python -m cod.report.site                             # site/ for the default profile (`make site`)
+    python -m cod.report.site --out /tmp/site --profile smoke
 
 `index.html` is the replication report, docs/report.md (`python -m cod.report`), rendered with
 mistune (nbconvert's Markdown renderer). Its links are resolved against the site: a link to an
@@ -18,7 +18,7 @@ in the page by paper, notebook and verdict; `claims-<profile>.html` lists the he
 claims the same way. Each profile's notebook gets a folder
 `<profile>/<notebook>/`: its PNGs, a page showing them (index.html) and its executed notebook as
 HTML (notebook.html: the copy `make html` left beside it while that is newer than the notebook,
-else rendered by `cod.notebook.render_html`). A claim links to the PNGs named after its paper
+else rendered by `cod.report.notebook_html.render_html`). A claim links to the PNGs named after its paper
 item (fig4a_..., table2_...) or else to that page. Built from committed files only; the CSS and
 JavaScript are inline, so the site opens from disk with no server or network.
 """
@@ -40,9 +40,10 @@ from urllib.parse import unquote, urlparse
 import mistune  # nbconvert's Markdown renderer (version 3: the renderer's link(text, url, title))
 import pandas as pd
 
-from cod import load_yaml
-from cod.notebook import EXECUTED, ROOT, render_html
+from cod import ROOT, load_yaml
+from cod.paths import EXECUTED
 from cod.registry import headline_claims, load_registry
+from cod.report.notebook_html import render_html
 from cod.scoreboard import COLUMNS, VERDICT_ORDER, collect, headline_pairs, no_claims, paper_value
 
 FIGURES = ROOT / "figures"
@@ -410,10 +411,10 @@ def _fresh(out: Path) -> None:
     """Empty `out` for a build: refuse a non-empty folder that no build of this module made."""
     if out.is_dir() and any(out.iterdir()):
         if not (out / MARKER).is_file():
-            raise FileExistsError(f"{out} is not empty and holds no site built by cod.site: choose another --out")
+            raise FileExistsError(f"{out} is not empty and holds no site built by cod.report.site: choose another --out")
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("built by python -m cod.site; the next build empties this folder\n")
+    (out / MARKER).write_text("built by python -m cod.report.site; the next build empties this folder\n")
 
 
 def build(out: Path, profile: str = "default", second: str | None = None, figures_root: Path = FIGURES,
@@ -438,7 +439,7 @@ def build(out: Path, profile: str = "default", second: str | None = None, figure
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cod.site", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m cod.report.site", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "site", help="where the site goes (default: site/)")
     parser.add_argument("--profile", default="default", help="whose claims the site shows (default: default)")

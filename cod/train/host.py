@@ -5,7 +5,7 @@ few MB of it are free (`M_TRIM_THRESHOLD`), and serves large blocks with fresh m
 are unmapped when freed (`M_MMAP_THRESHOLD`). A training step frees its activations at the end
 of the backward pass and allocates them again in the next forward, so every step touches its
 activations' pages anew, and each first touch is a page fault. On this project's CPU that costs
-about 1 ms per 2 MB, up to a quarter of a step at the miniature's shapes (`cod.benchmark`).
+about 1 ms per 2 MB, up to a quarter of a step at the miniature's shapes (`cod.tools.benchmark`).
 `keep_freed_memory` raises both thresholds: blocks of up to 32 MB come from the heap, and up to
 1 GiB of free heap is kept. It changes no number a run computes, only where its memory comes from.
 """

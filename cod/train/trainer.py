@@ -1,6 +1,6 @@
 """Train one run: AdamW, warmup + cosine, clipping, per-layer statistics, exact resume.
 
-    Trainer(cfg, out, identity=fingerprint.describe(cfg)).fit()   # what `python -m cod.run` does
+    Trainer(cfg, out, identity=fingerprint.describe(cfg)).fit()   # what `python -m cod.train.run` does
 
 Memory and scale (train.*): `micro_batch` accumulates gradients over micro-batches (the step's
 loss and gradients equal one pass over the whole batch), `recompute` recomputes each block's
@@ -33,7 +33,7 @@ signals act as usual. `wall_s` (final.json, history rows) counts every session o
 Three kinds of run share the loop and everything above; what differs (the model, the training
 batches, the tokens of a batch, the statistics batch, validation and final scores) lives in a
 `Task`, which `task_of` picks from the settings:
-    LanguageModel        pre-training on windows of the token arrays (the default)
+    Pretraining          pre-training on windows of the token arrays (the default)
     FineTuning           finetune.base set: starts from that model.pt (whose model settings must
                          equal the run's) and reads batches of the instruction mix
                          (`cod.data.instructions`) instead of text windows; statistics and
@@ -69,10 +69,10 @@ from cod.data.instructions import InstructionBatches
 from cod.data.loader import TokenBatches, eval_windows
 from cod.data.prepare import prepare_command
 from cod.eval.lm import load_tokenizer
-from cod.host import keep_freed_memory
 from cod.loss import IGNORE_INDEX
-from cod.model import Transformer
 from cod.metrics.variance import layer_variances
+from cod.model import Transformer
+from cod.train.host import keep_freed_memory
 from cod.vision import VisionTransformer
 
 
@@ -263,7 +263,7 @@ class Task(ABC):
         return {}
 
 
-class LanguageModel(Task):
+class Pretraining(Task):
     """Pre-training on text: shuffled windows of the token arrays; the mean next-token loss and
     perplexity on the validation splits (val, val_bbc)."""
 
@@ -317,7 +317,7 @@ class LanguageModel(Task):
         return f"val ppl {_shown(final['val_ppl'], '.2f')}"
 
 
-class FineTuning(LanguageModel):
+class FineTuning(Pretraining):
     """Supervised fine-tuning: from the weights of finetune.base (a model of this run's model
     settings), on batches of the instruction mix (`cod.data.instructions`); validated on text as
     pre-training is."""
@@ -337,7 +337,7 @@ class FineTuning(LanguageModel):
         trainer.load_base()
 
     def provenance(self, identity: dict | None) -> dict:
-        return {"base": identity and identity["base"]}  # the digest of the base weights (`cod.fingerprint`)
+        return {"base": identity and identity["base"]}  # the digest of the base weights (`cod.train.fingerprint`)
 
 
 class ImageClassification(Task):
@@ -399,7 +399,7 @@ def task_of(cfg: RunConfig, dist: Dist) -> Task:
             raise ConfigError(f"finetune.base={cfg.finetune.base} with vision.dataset={cfg.vision.dataset}: "
                               "fine-tuning starts from a language model; allowed: finetune.base=''")
         return ImageClassification(cfg, dist)
-    return FineTuning(cfg, dist) if cfg.finetune.base else LanguageModel(cfg, dist)
+    return FineTuning(cfg, dist) if cfg.finetune.base else Pretraining(cfg, dist)
 
 
 # ----------------------------------------------------------------------------- side jobs
@@ -539,7 +539,7 @@ class Checkpoints(Periodic):
 
 class Deadline(Callback):
     """Ends the run as stopped after the step during which time.monotonic() passed `at` (a time
-    budget, as `cod.gpu_lease` gives its runs): ckpt.pt is written, so the same run started again
+    budget, as `cod.tools.gpu_lease` gives its runs): ckpt.pt is written, so the same run started again
     resumes, and the run finishes (final.json, model.pt) with what it has learnt. One process only."""
 
     def __init__(self, at: float):
@@ -622,7 +622,7 @@ class Trainer:
     what differs lives in `task` (`task_of`), the side jobs in `callbacks` (`Callback`).
 
     `distributed=False` ignores torchrun's environment; `quiet` prints nothing; `identity`
-    (`cod.fingerprint.describe`) is recorded in checkpoints and final.json, and a checkpoint
+    (`cod.train.fingerprint.describe`) is recorded in checkpoints and final.json, and a checkpoint
     resumes only under the identity it was written with (none: never). `callbacks` are side jobs
     of the caller's, run after those of the settings; `deadline`, a time.monotonic(), stops the
     run after the step during which it passes (`Deadline`); `stop_on_signals` stops it with a
@@ -641,7 +641,7 @@ class Trainer:
         self.identity = identity
         self.dist = Dist(device, distributed)
         torch.set_num_threads(cfg.train.threads)
-        keep_freed_memory()  # no page faults on every step's activations (cod.host)
+        keep_freed_memory()  # no page faults on every step's activations (cod.train.host)
         torch.manual_seed(cfg.seed)
         np.random.seed(cfg.seed)
         self.task = task_of(cfg, self.dist)

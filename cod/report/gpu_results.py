@@ -1,7 +1,7 @@
-"""What lent GPUs measured, as the tables of docs/measurements.md: read from the results `cod.gpu_lease`
+"""What lent GPUs measured, as the tables of docs/measurements.md: read from the results `cod.tools.gpu_lease`
 wrote (`cod.report` writes the page).
 
-    python -m cod.gpu_report            # print the tables
+    python -m cod.report.gpu_results            # print the tables
 
 Every folder runs/gpu/<date>_<device>_torch<version>[_<call>]/ holds one call's check.json,
 bench.json, science.json or fig4.json (a lease's later calls add a suffix). Calls on the same device,
@@ -29,7 +29,7 @@ CPU_ROWS = [  # what the CPU tests, whatever a GPU has measured
     "| every lease mode end to end at tiny shapes | this CPU (`--dry`) | pass |",
 ]
 PAPER_A_SHAPES = {(12, 768): "130M", (24, 768): "250M"}  # science's shapes: paper A's sizes (Table 1)
-MODES = ("check", "bench", "science", "fig4")  # the results files cod.gpu_lease writes
+MODES = ("check", "bench", "science", "fig4")  # the results files cod.tools.gpu_lease writes
 
 
 def lease_key(folder: Path) -> str:
@@ -162,7 +162,7 @@ def report(results: Path = RESULTS) -> str:
     lines = ["| what | where measured | result |", "|---|---|---|",
              f"| trainer on a GPU: bf16 step, resume after a kill, compiled = eager, grouped MoE dispatch | "
              f"{where['check']} | {'below' if 'check' in done else 'unmeasured (`check`)'} |",
-             f"| tokens/s, MFU and peak memory of paper shapes against `cod.memory`, eager and compiled | "
+             f"| tokens/s, MFU and peak memory of paper shapes against `cod.tools.memory`, eager and compiled | "
              f"{where['bench']} | {'below' if 'bench' in done else 'unmeasured (`bench`)'} |",
              f"| paper A's Pre-LN vs LNS at its 130M / 250M shapes | {where['science']} | "
              f"{'below' if 'science' in done else 'unmeasured (`science`)'} |",
@@ -180,7 +180,7 @@ def report(results: Path = RESULTS) -> str:
             peak = env.get("peak_bf16_flops")
             lines += ["", f"Bench: one micro-batch a step, timed after two warm-up steps; MFU against "
                           f"{peak / 1e12:,.0f} TFLOP/s (dense bf16), recomputation not counted; peak of allocated "
-                          "memory against `cod.memory.training_peak` of the same step; a range spans the calls.", "",
+                          "memory against `cod.tools.memory.training_peak` of the same step; a range spans the calls.", "",
                       "| shape | params | micro-batch | recompute | way | tokens/s | MFU | peak GB | estimate GB | "
                       "measured / estimate | calls |", "|---|---|---|---|---|---|---|---|---|---|---|", *rows]
             if speedups:
@@ -212,7 +212,7 @@ def report(results: Path = RESULTS) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="python -m cod.gpu_report", description=__doc__,
+    argparse.ArgumentParser(prog="python -m cod.report.gpu_results", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     print(report())
     return 0

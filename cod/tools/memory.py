@@ -1,14 +1,14 @@
 """Peak memory of a training step, sized on the CPU with fake tensors: no memory, no GPU.
 
-    python -m cod.memory paper                    # every size of the paper profile against one 80 GB GPU
-    python -m cod.memory paper --record           # the same, kept in runs/memory/paper.json (docs/measurements.md)
+    python -m cod.tools.memory paper                    # every size of the paper profile against one 80 GB GPU
+    python -m cod.tools.memory paper --record           # the same, kept in runs/memory/paper.json (docs/measurements.md)
 
 `training_peak(cfg)` builds the run's model under `FakeTensorMode` (tensors with shapes and dtypes
 but no storage), runs two optimiser steps of one process's share of the batch in its micro-batches,
 with the run's precision and recomputation, and tracks every storage alive: the peak of their sum,
 each rounded up to the CUDA caching allocator's 512-byte blocks. It counts weights, gradients,
 AdamW state and activations. It does not count the CUDA context, library workspaces or
-fragmentation: `fits` leaves `MARGIN` of the GPU for them. Autocast runs as the CPU's (its bf16
+fragmentation: `fits_one_gpu` leaves `MARGIN` of the GPU for them. Autocast runs as the CPU's (its bf16
 matrix products are CUDA's), and attention is the CPU's fused kernel, which, like CUDA's flash
 attention, keeps no T x T matrix. The vocabulary loss is sized at `SIZING_CHUNK` logits a chunk,
 the chunk it takes on a GPU (`cod.loss.DEVICE_CHUNK_ELEMENTS`; the CPU's smaller chunks would
@@ -28,8 +28,8 @@ weights, gradients and AdamW moments alone exceed the GPU (`state_bytes`) is not
 unsharded: the CLI prints that lower bound after a '>'.
 
 `--record` keeps the sizes in runs/memory/<profile>.json, with the peaks of `WHOLE_BATCH`'s runs
-at their whole batch in one pass (no micro-batches); `readme_text` renders the table of
-docs/measurements.md from that record (`cod.report`): every number of it comes from a sizing, none is typed.
+at their whole batch in one pass (no micro-batches); `cod.report.memory_sizes` renders the table of
+docs/measurements.md from that record: every number of it comes from a sizing, none is typed.
 """
 
 from __future__ import annotations
@@ -55,8 +55,7 @@ from cod import ROOT, loss
 from cod.config import ImageSet, Norm, Precision, RunConfig, flatten
 from cod.model import MoE, Transformer
 from cod.params import PROFILES, all_runs, load_params
-from cod.scoreboard import span
-from cod.train import Recomputed, adamw  # the trainer's own optimiser and recomputation
+from cod.train.trainer import Recomputed, adamw  # the trainer's own optimiser and recomputation
 from cod.vision import VisionTransformer
 
 GPU_BYTES = 80 * 10**9  # an 80 GB H100 or A100
@@ -164,7 +163,7 @@ def extrapolated_peak(cfg: RunConfig, world_size: int = 1, check: bool = False) 
 
 def sharded_peak(cfg: RunConfig, world_size: int = SHARDS) -> int:
     """Estimated peak bytes on one of `world_size` processes of FSDP, which shards each block
-    (cod.train): `extrapolated_peak` of that process's batch, less the share of the fp32 weights,
+    (cod.train.trainer): `extrapolated_peak` of that process's batch, less the share of the fp32 weights,
     gradients and AdamW moments (16 bytes a parameter) held by the other processes, plus the
     largest block's weights and gradients gathered whole."""
     with FakeTensorMode():
@@ -212,7 +211,7 @@ def _fake_batch(cfg: RunConfig, n: int, vision: bool) -> tuple[torch.Tensor, tor
     return tokens, tokens
 
 
-def fits(peak: int, gpu_bytes: int = GPU_BYTES) -> bool:
+def fits_one_gpu(peak: int, gpu_bytes: int = GPU_BYTES) -> bool:
     """True when a step peaking at `peak` bytes leaves `MARGIN` of the GPU free."""
     return peak <= (1 - MARGIN) * gpu_bytes
 
@@ -236,18 +235,18 @@ def distinct_shapes(params: dict) -> dict[str, RunConfig]:
 def size(cfg: RunConfig) -> dict[str, Any]:
     """One run's sizing: its unsharded peak (traced, or after `traced: false` the lower bound
     `state_bytes`), and its FSDP estimate over `SHARDS` GPUs when that peak does not fit one."""
-    traced = fits(state_bytes(cfg))  # else the states alone exceed the GPU: not worth tracing
+    traced = fits_one_gpu(state_bytes(cfg))  # else the states alone exceed the GPU: not worth tracing
     peak = extrapolated_peak(cfg) if traced else state_bytes(cfg)
     return {"params": _params(cfg), "batch": cfg.data.batch_size,
             "tokens": 0 if cfg.vision.dataset != ImageSet.NONE else cfg.data.seq_len,
             "micro_batch": min(cfg.train.micro_batch or cfg.data.batch_size, cfg.data.batch_size),
             "recompute": bool(cfg.train.recompute),
-            "peak": peak, "traced": traced, "sharded": None if fits(peak) else sharded_peak(cfg)}
+            "peak": peak, "traced": traced, "sharded": None if fits_one_gpu(peak) else sharded_peak(cfg)}
 
 
 def fitting(sized: dict[str, Any]) -> bool:
     """Whether a sizing fits: on one GPU, or sharded over `SHARDS`."""
-    return fits(sized["peak"]) or (sized["sharded"] is not None and fits(sized["sharded"]))
+    return fits_one_gpu(sized["peak"]) or (sized["sharded"] is not None and fits_one_gpu(sized["sharded"]))
 
 
 def row(label: str, sized: dict[str, Any]) -> str:
@@ -255,7 +254,7 @@ def row(label: str, sized: dict[str, Any]) -> str:
     shown = f"{sized['peak'] / 1e9:.1f}" if sized["traced"] else f">{sized['peak'] / 1e9:.1f}"
     verdict = "yes" if sized["sharded"] is None else (
         f"NO; FSDP over {SHARDS} GPUs: {sized['sharded'] / 1e9:.1f} GB (estimated), "
-        + ("fits" if fits(sized["sharded"]) else "does NOT fit"))
+        + ("fits" if fits_one_gpu(sized["sharded"]) else "does NOT fit"))
     return (f"{label:<32} {sized['params'] / 1e9:>6.2f}B {sized['batch']:>6} {sized['micro_batch']:>6} "
             f"{str(sized['recompute']):>9} {shown:>8}  {verdict}")
 
@@ -274,44 +273,12 @@ def record(profile: str, params: dict) -> dict[str, Any]:
             "gpu_bytes": GPU_BYTES, "margin": MARGIN, "shards": SHARDS, "runs": runs, "whole_batch": whole}
 
 
-def readme_text(kept: dict[str, Any]) -> str:
-    """README.md's memory block: the record's sizes, a row per experiment."""
-    runs = kept["runs"]
-    sharded = {label: r for label, r in runs.items() if r["sharded"] is not None}
-    lines = [f"Sized {kept['date']} (torch {kept['torch']}, `python -m cod.memory {kept['profile']} --record`): "
-             f"{len(runs) - len(sharded)} of the profile's {len(runs)} distinct shapes peak within "
-             f"{1 - kept['margin']:.0%} of one {kept['gpu_bytes'] / 1e9:.0f} GB GPU."]
-    if sharded:
-        lines[0] += (" " + ", ".join(f"`{label}`" for label in sharded) + " fit only sharded: over "
-                     f"{kept['shards']} GPUs with `train.parallel: fsdp`, their estimated peak per GPU is "
-                     + " and ".join(f"{r['sharded'] / 1e9:.0f}" for r in sharded.values()) + " GB.")
-    if kept["whole_batch"]:
-        lines[0] += " Without micro-batches (the whole batch in one pass), " + " and ".join(
-            f"`{label}` would peak at {peak / 1e9:,.0f} GB" for label, peak in kept["whole_batch"].items()) + "."
-    lines += ["", "| experiment | shapes | parameters | batch | `train.micro_batch` | `train.recompute` | peak (GB) |",
-              "|---|---|---|---|---|---|---|"]
-    experiments: dict[str, list[dict]] = {}
-    for label, r in runs.items():
-        experiments.setdefault(label.split("/")[0], []).append(r)
-    for experiment, rs in experiments.items():
-        shapes = sorted({(r["tokens"], r["batch"]) for r in rs})
-        batches = [f"{batch} x {tokens}" if tokens else f"{batch} images" for tokens, batch in shapes]
-        peaks = [r["peak"] / 1e9 for r in rs if r["traced"] and r["sharded"] is None]
-        big = [r for r in rs if not r["traced"] or r["sharded"] is not None]
-        peak = "; ".join([*([span(peaks, "{:.0f}")] if peaks else []),
-                          *(f"{'>' if not r['traced'] else ''}{r['peak'] / 1e9:.0f} unsharded" for r in big)])
-        lines.append(f"| {experiment} | {len(rs)} | {span([r['params'] / 1e9 for r in rs], '{:.2f}')}B | "
-                     f"{', '.join(batches)} | {', '.join(str(m) for m in sorted({r['micro_batch'] for r in rs}))} | "
-                     f"{', '.join(sorted({'yes' if r['recompute'] else 'no' for r in rs}))} | {peak} |")
-    return "\n".join(lines)
-
-
 def record_path(profile: str) -> Path:
     return RECORDS / f"{profile}.json"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cod.memory", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m cod.tools.memory", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("profile", choices=PROFILES, help="the profile of params.yaml to size")
     parser.add_argument("--record", action="store_true", help=f"keep the sizes in {RECORDS.relative_to(ROOT)}/PROFILE.json")

@@ -25,7 +25,7 @@ A vision run (`vision.dataset` set) is probed on synthetic images of its dataset
 classes, at its own patch size and sequence length.
 
 The trainer is handed a run's identity (`Trainer(cfg, out, identity=describe(cfg))`, as
-`cod.run` does): it records it in checkpoints and final.json and resumes only a checkpoint of
+`cod.train.run` does): it records it in checkpoints and final.json and resumes only a checkpoint of
 the same identity. It never imports this module, which runs it.
 """
 
@@ -44,7 +44,7 @@ import torch
 
 from cod.config import DataSource, ImageSet, Precision, RunConfig, Tokenizer, VisionConfig, flatten, run_config
 from cod.data.images import FILES, write_idx
-from cod.train import Trainer
+from cod.train.trainer import Trainer
 
 COSMETIC = ("train.log_every", "train.threads", "train.recompute")  # settings that never change a run's result
 DIGITS = 6  # significant digits kept of every probed number (float64 noise is ~1e-15)

@@ -1,10 +1,10 @@
 """Training speed of our trainer against Hugging Face's LlamaForCausalLM, and the layer analysis's speed.
 
-    python -m cod.benchmark                      # every default-profile shape, CPU, fp32
-    python -m cod.benchmark --shapes a130m b_d32 --rounds 9
-    python -m cod.benchmark --analysis           # + the full layer analysis at 24 and 32 layers
-    python -m cod.benchmark --device cuda --bf16 # on a GPU
-    python -m cod.benchmark --record --analysis  # + keep it in runs/cpu/ (the README's section: cod.cpu_report)
+    python -m cod.tools.benchmark                      # every default-profile shape, CPU, fp32
+    python -m cod.tools.benchmark --shapes a130m b_d32 --rounds 9
+    python -m cod.tools.benchmark --analysis           # + the full layer analysis at 24 and 32 layers
+    python -m cod.tools.benchmark --device cuda --bf16 # on a GPU
+    python -m cod.tools.benchmark --record --analysis  # + keep it in runs/cpu/ (the README's section: cod.report.cpu_speed)
 
 **What is timed.** One training step as each trainer takes it: forward, loss, backward,
 gradient clipping to norm 1 and a fused AdamW step, at the same shape, batch and optimiser
@@ -34,7 +34,7 @@ in whichever orientation runs faster. The MFU a step made of nothing else would 
 - 35% in the fused CPU attention kernel (`_scaled_dot_product_flash_attention_for_cpu` and
   its backward), at 6-dimensional heads. Explicit products are faster, and a BLAS product
   whose output is only head-size wide (P @ V) runs 3-5x slower than the same product taken
-  transposed (V^T @ P^T). `cod.attention` arranges every product, forward and backward, to
+  transposed (V^T @ P^T). `cod.cpu_attention` arranges every product, forward and backward, to
   be wide: attention now takes about 30% less time. Forward and backward of 32 x 4 heads of 64
   tokens: head size 6, 11.4 ms fused against 6.1 ms ours; 8, 6.3 against 5.2; 12, 5.2 against
   5.6. So heads of up to 8 (`cod.model.SMALL_HEAD`) use ours on CPUs, larger heads and GPUs the
@@ -45,13 +45,13 @@ in whichever orientation runs faster. The MFU a step made of nothing else would 
 - 4% in AdamW's per-parameter loop: the trainer's AdamW is now fused on CPUs too.
 - q, k, v (and gate, up) are one product each, with rotary applied to q and k at once.
 - Page faults: glibc gave the activations' memory back to the kernel after every step and
-  faulted it in again in the next (about 1 ms per 2 MB). `cod.host` keeps freed memory in the
+  faulted it in again in the next (about 1 ms per 2 MB). `cod.train.host` keeps freed memory in the
   process; the trainer and both workers here set it. Side by side, ours gained 2-17% and HF
   2-21%, so the ratios fell from 1.15-1.70 to 1.04-1.55.
-What remains (2026-11-24, a_w48 alone on one thread, with `cod.host`: 200 ms a step; HF 214
+What remains (2026-11-24, a_w48 alone on one thread, with `cod.train.host`: 200 ms a step; HF 214
 ms): 44% in the matrix products (88 ms; HF 77 ms: the rotary trick adds (H + KV) head sizes
 of columns to our q/k/v product), 23% in the fused attention kernel at 12-dimensional heads
-(47 ms; HF the same kernel, 45 ms; `cod.attention` there is no faster, 199 against 200 ms a
+(47 ms; HF the same kernel, 45 ms; `cod.cpu_attention` there is no faster, 199 against 200 ms a
 step), the rest in elementwise work (norms, rotary, SiLU, residual adds) and the optimiser.
 1.5x HF would be a 143 ms step, of which products and attention alone take 135 ms:
 everything else would have to fit in 8 ms, against 66 ms now. Products whose inner
@@ -68,7 +68,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -79,17 +78,10 @@ import torch
 
 from cod import ROOT
 from cod.analysis import analysis_settings
-from cod.config import ModelConfig, OptimConfig
-from cod.cpu_report import record_folder
-from cod.flops import flops_per_token, step_products
-from cod.host import keep_freed_memory
-from cod.interop import to_hf_llama
 from cod.metrics.effectiveness import analyse_layers
-from cod.model import Transformer
 from cod.params import load_params
-
-MATMUL_N = 1024  # side of the square matrices the peak is measured on
-
+from cod.report.cpu_speed import record_folder
+from cod.train.speed import Worker
 
 def default_shapes() -> dict[str, dict]:
     """The default profile's language-model shapes with their batch shape (the ViT's size, which
@@ -104,106 +96,6 @@ def default_shapes() -> dict[str, dict]:
         model = {k.split(".", 1)[1]: v for k, v in settings.items() if k.startswith("model.")}
         shapes[name] = {"model": model, "batch": settings["data.batch_size"], "seq": settings["data.seq_len"]}
     return shapes
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-# ----------------------------------------------------------------------------- one worker
-
-
-class Worker:
-    """One implementation at one shape, trained step by step on request."""
-
-    def __init__(self, impl: str, shape: dict, device: str, bf16: bool):
-        keep_freed_memory()  # as the trainer does; both sides, so the ratio compares the models
-        torch.manual_seed(0)
-        self.device = torch.device(device)
-        self.impl, cfg = impl, ModelConfig(**shape["model"])
-        model = Transformer(cfg)
-        if impl == "hf":
-            model = to_hf_llama(model).train()
-        self.model = model.to(self.device)
-        o = OptimConfig()
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps,
-                                           fused=True)
-        self.x = torch.randint(0, cfg.vocab_size, (shape["batch"], shape["seq"]), device=self.device)
-        self.dtype = torch.bfloat16 if bf16 else torch.float32
-        self.autocast = torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16)
-        self.flops_per_token = flops_per_token(cfg, shape["seq"])
-        self.cfg, self.batch, self.seq = cfg, shape["batch"], shape["seq"]
-        for _ in range(3):
-            self.step()
-        _sync(self.device)
-
-    def step(self) -> None:
-        x = self.x
-        with self.autocast:
-            out = self.model(x, x, logits=False) if self.impl == "ours" else self.model(input_ids=x, labels=x)
-        self.optimizer.zero_grad(set_to_none=True)
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
-
-    def train_for(self, seconds: float) -> float:
-        """Train whole steps for about `seconds`; tokens/s."""
-        steps, start = 0, time.perf_counter()
-        while steps == 0 or time.perf_counter() - start < seconds:
-            self.step()
-            steps += 1
-        _sync(self.device)
-        return steps * self.x.numel() / (time.perf_counter() - start)
-
-    def matmul_peak(self, repeats: int = 20) -> float:
-        """FLOP/s of the best of `repeats` square matmuls."""
-        a, b = (torch.randn(MATMUL_N, MATMUL_N, device=self.device, dtype=self.dtype) for _ in range(2))
-        best = float("inf")
-        for _ in range(repeats):
-            _sync(self.device)
-            start = time.perf_counter()
-            a @ b
-            _sync(self.device)
-            best = min(best, time.perf_counter() - start)
-        return 2 * MATMUL_N**3 / best
-
-    def products_seconds(self, repeats: int = 5) -> float:
-        """Seconds of one step's matrix products alone (`step_products`), each the best of
-        `repeats`, taken in whichever orientation (C = A B or C^T = B^T A^T) runs faster."""
-        return sum(count * min(self._product(batch, m, k, n, repeats), self._product(batch, n, k, m, repeats))
-                   for count, batch, m, k, n in step_products(self.cfg, self.batch, self.seq))
-
-    def _product(self, batch: int, m: int, k: int, n: int, repeats: int) -> float:
-        """Best seconds of (batch, m, k) @ (batch, k, n) into a preallocated output."""
-        a = torch.randn(batch, m, k, device=self.device, dtype=self.dtype)
-        b = torch.randn(batch, k, n, device=self.device, dtype=self.dtype)
-        out = torch.empty(batch, m, n, device=self.device, dtype=self.dtype)
-        best = float("inf")
-        for _ in range(repeats):
-            _sync(self.device)
-            start = time.perf_counter()
-            torch.bmm(a, b, out=out)
-            _sync(self.device)
-            best = min(best, time.perf_counter() - start)
-        return best
-
-    def peak_mb(self) -> float:
-        if self.device.type == "cuda":
-            return torch.cuda.max_memory_allocated(self.device) / 2**20
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def measure(impl: str, shape: dict, steps: int, threads: int = 1, device: str = "cpu", bf16: bool = False) -> float:
-    """Training tokens/s of `steps` steps of one implementation in this process, after warm-up
-    (no partner: `cod.plan`'s estimate for a shape no run has measured yet)."""
-    torch.set_num_threads(threads)
-    worker = Worker(impl, shape, device, bf16)
-    start = time.perf_counter()
-    for _ in range(steps):
-        worker.step()
-    _sync(worker.device)
-    return steps * worker.x.numel() / (time.perf_counter() - start)
 
 
 def serve(impl: str, shape: dict, threads: int, device: str, bf16: bool) -> None:
@@ -235,7 +127,7 @@ class Pair:
     def __init__(self, shape: dict, args: argparse.Namespace):
         self.procs = {}
         for impl in ("ours", "hf"):
-            command = [sys.executable, "-m", "cod.benchmark", "--worker", impl, json.dumps(shape),
+            command = [sys.executable, "-m", "cod.tools.benchmark", "--worker", impl, json.dumps(shape),
                        "--threads", str(args.threads), "--device", args.device] + (["--bf16"] if args.bf16 else [])
             self.procs[impl] = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.ready = self._read()
@@ -321,7 +213,7 @@ def cpu_name() -> str:
 
 
 def write_record(args: argparse.Namespace, shapes: dict[str, dict], analysis: dict[int, dict]) -> Path:
-    """runs/cpu/<date>_<cpu>/bench.json: this run's machine, settings and results (read by cod.cpu_report)."""
+    """runs/cpu/<date>_<cpu>/bench.json: this run's machine, settings and results (read by cod.report.cpu_speed)."""
     date, cpu = time.strftime("%Y-%m-%d"), cpu_name()
     path = record_folder(date, cpu) / "bench.json"
     record = {"date": date, "path": str(path.relative_to(ROOT)),
@@ -378,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             parts = ", ".join(f"{k} {v:.1f}" for k, v in seconds.items() if v >= 0.05)
             print(f"{n_layers} layers: {sum(seconds.values()):.0f} s in all ({parts})", flush=True)
     if args.record:
-        print(f"\nrecorded in {write_record(args, results, analysis)}; `python -m cod.cpu_report --readme` "
+        print(f"\nrecorded in {write_record(args, results, analysis)}; `python -m cod.report.cpu_speed --readme` "
               "puts it in README.md")
     return 0
 

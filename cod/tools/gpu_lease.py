@@ -1,16 +1,16 @@
 """One command for a lent GPU: the one call of a lease (`lease`), or one of three modes, each at most 10 minutes.
 
-    python -m cod.gpu_lease lease --dry   # here: check and price the call, pack the tokens, run it at tiny shapes
-    python -m cod.gpu_lease lease --export $OUT   # on the lent GPU: Fig. 4 at 130M, then bench items as time allows
-    python -m cod.gpu_lease --import DIR  # here: what came back from $OUT, under runs/gpu/<its folder>/
-    python -m cod.gpu_lease check     # imports, a bf16 step, a killed run resumes, compiled = eager, MoE dispatch
-    python -m cod.gpu_lease bench     # paper shapes: tokens/s, MFU, peak memory against cod.memory, eager and compiled
-    python -m cod.gpu_lease science   # paper A's Pre-LN against LNS at its smallest shapes, on carried tokens
-    python -m cod.gpu_lease check --dry   # any mode at tiny shapes on the CPU (what the tests run)
+    python -m cod.tools.gpu_lease lease --dry   # here: check and price the call, pack the tokens, run it at tiny shapes
+    python -m cod.tools.gpu_lease lease --export $OUT   # on the lent GPU: Fig. 4 at 130M, then bench items as time allows
+    python -m cod.tools.gpu_lease --import DIR  # here: what came back from $OUT, under runs/gpu/<its folder>/
+    python -m cod.tools.gpu_lease check     # imports, a bf16 step, a killed run resumes, compiled = eager, MoE dispatch
+    python -m cod.tools.gpu_lease bench     # paper shapes: tokens/s, MFU, peak memory against cod.tools.memory, eager and compiled
+    python -m cod.tools.gpu_lease science   # paper A's Pre-LN against LNS at its smallest shapes, on carried tokens
+    python -m cod.tools.gpu_lease check --dry   # any mode at tiny shapes on the CPU (what the tests run)
 
 A GPU is lent rarely and briefly (15 minutes of device time a session, the machine's start
 included, 10 minutes a command, a working tree under 64 MiB, no package registry, possibly an
-older torch; only the folder $OUT comes back: 8 files, see cod.gpu_carry). So each mode:
+older torch; only the folder $OUT comes back: 8 files, see cod.tools.gpu_carry). So each mode:
 
 - imports nothing beyond torch, numpy, pyyaml and tokenizers (no dvc, papermill or jupytext: the
   lent machine has none), and reads params.yaml with yaml (`cod.params`, never through dvc);
@@ -34,11 +34,11 @@ check (under a minute and a half on an H200, see README.md "What was measured wh
                 losses within bf16 tolerance
   moe_dispatch  a mixture of experts' GPU dispatch (`MoE.dispatch_for`: grouped products in
                 bf16) against the expert-by-expert reference: loss and gradients
-bench: every shape of BENCH eager; the first compiled; cod.memory's estimates; then the others
+bench: every shape of BENCH eager; the first compiled; cod.tools.memory's estimates; then the others
   compiled while time is left. One micro-batch a step
   (tokens/s are those of a whole step, which is micro-batches in sequence), model FLOPs utilisation
   against the card's dense bf16 peak (`PEAK_FLOPS`; recomputation not counted) and the peak of
-  allocated memory against `cod.memory.training_peak` of the same step.
+  allocated memory against `cod.tools.memory.training_peak` of the same step.
 science: paper A's Pre-LN and LNS (Table 1's comparison) at the paper profile's 12- and 24-layer
   shapes of 130M and 250M, trained on tokens carried in the working tree (--tokens; default
   data/tokens/bpe2048, the default profile's 2,048-token BPE of the offline corpus, 24 MB: carry
@@ -58,10 +58,10 @@ lease (the one call: modes fig4, then bench, on one clock of --budget seconds, d
                 warming up, cosine from 1e-3 to a tenth), 64 x 256 tokens a step on the carried tokens,
                 per-layer variances every 100 steps
   bench         as time allows: a71m's MFU (eager), then b_depth/d16 compiled with recomputation (whether
-                train.compile can be on in the paper profile), each with cod.memory's estimate
+                train.compile can be on in the paper profile), each with cod.tools.memory's estimate
   Each item is priced before the call from what the last lease measured (`price_call`, runs/gpu/);
   a plan over the budget is refused before the device is spent. With --export $OUT the results
-  folder is mirrored into $OUT after every item (cod.gpu_carry.export), so a kill loses only the
+  folder is mirrored into $OUT after every item (cod.tools.gpu_carry.export), so a kill loses only the
   item in flight; `--import DIR` puts what came back under runs/gpu/, as the call wrote it.
   The tokens travel packed (.cache/gpu_carry/bpe2048.tar.xz, made by `lease --dry`) and are
   unpacked on the device; `lease --dry` also checks that the tree plus the carried folder is under
@@ -99,7 +99,7 @@ import torch
 
 from cod import ROOT
 from cod.config import run_config
-from cod.gpu_carry import (CARRY, RESULTS, Refusal, check_tree, export, exported, import_results, is_packed,
+from cod.tools.gpu_carry import (CARRY, RESULTS, Refusal, check_tree, export, exported, import_results, is_packed,
                            pack_tokens, ready_tokens)
 
 BUDGET_S = 540.0  # seconds a mode plans for: well within a command's 10 minutes
@@ -255,7 +255,7 @@ def synthetic_tokens(cfg_overrides: dict[str, Any], folder: Path, train_tokens: 
 
 
 def trainer(overrides: dict[str, Any], out: Path, device: str):
-    from cod.train import Trainer  # lazy: an import error (an older torch) fails this item only
+    from cod.train.trainer import Trainer  # lazy: an import error (an older torch) fails this item only
 
     return Trainer(run_config(overrides), out, device=device, distributed=False, quiet=True)
 
@@ -330,10 +330,10 @@ def bf16_step(lease: Lease) -> dict:
 
 KILLED = """
 import os, signal, sys
-from cod import run, train
+from cod.train import run, trainer
 
 kill_at = int(os.environ["COD_KILL_AT_STEP"])
-record = train.Trainer.record
+record = trainer.Trainer.record
 
 
 def _record(self, row):  # killed (SIGKILL) as soon as the run's row of step `kill_at` is written
@@ -342,7 +342,7 @@ def _record(self, row):  # killed (SIGKILL) as soon as the run's row of step `ki
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-train.Trainer.record = _record
+trainer.Trainer.record = _record
 sys.exit(run.main(sys.argv[1:]))
 """
 
@@ -363,11 +363,11 @@ def resume_after_kill(lease: Lease) -> dict:
         return subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=limit).returncode
 
-    codes = {"straight": run("-m", "cod.run", "--out", str(straight), *args),
+    codes = {"straight": run("-m", "cod.train.run", "--out", str(straight), *args),
              "killed": run("-c", KILLED, "--out", str(killed), *args)}
     was_killed = codes["killed"] == -signal.SIGKILL and (killed / "ckpt.pt").exists()
     history_at_kill = len((killed / "history.jsonl").read_text().splitlines()) if was_killed else None
-    codes["resumed"] = run("-m", "cod.run", "--out", str(killed), *args)
+    codes["resumed"] = run("-m", "cod.train.run", "--out", str(killed), *args)
     a, b = (json.loads((folder / "final.json").read_text()) for folder in (straight, killed))
     rows = [[json.loads(r) for r in (folder / "history.jsonl").read_text().splitlines()]
             for folder in (straight, killed)]
@@ -525,8 +525,8 @@ def measure(lease: Lease, overrides: dict[str, Any], compiled: bool, seconds: fl
 
 
 def estimate(lease: Lease, label: str, overrides: dict[str, Any]) -> dict:
-    """cod.memory's traced peak of the same step (fake tensors, on the CPU), against the measured ones."""
-    from cod.memory import training_peak  # lazy: an import error (an older torch) fails this item only
+    """cod.tools.memory's traced peak of the same step (fake tensors, on the CPU), against the measured ones."""
+    from cod.tools.memory import training_peak  # lazy: an import error (an older torch) fails this item only
 
     estimated = training_peak(run_config({**overrides, "train.compile": False})) / 1e9
     measured = {way: lease.results["items"].get(f"{label} {way}", {}).get("peak_allocated_gb")
@@ -570,7 +570,7 @@ def science(lease: Lease, tokens: Path, experiments: tuple[str, ...] = SCIENCE, 
 
 def _token_source(lease: Lease, tokens: Path, synthetic: bool = True) -> tuple[int, dict[str, Any]]:
     """The vocabulary and a description of the tokens trained on: the carried ones (made ready by
-    `cod.gpu_carry.ready_tokens` before the call starts), or, in --dry when `synthetic`, random ones."""
+    `cod.tools.gpu_carry.ready_tokens` before the call starts), or, in --dry when `synthetic`, random ones."""
     folder = Path(tokens)
     if lease.dry and synthetic:
         overrides = synthetic_tokens(tiny({}), lease.scratch / "science_tokens", 2**15)
@@ -636,7 +636,7 @@ def science_steps(lease: Lease, experiment: str, vocab: int, corpus: dict[str, A
 
 
 def science_run(lease: Lease, overrides: dict[str, Any], name: str) -> dict:
-    from cod.train import Trainer  # lazy: an import error (an older torch) fails this item only
+    from cod.train.trainer import Trainer  # lazy: an import error (an older torch) fails this item only
 
     out = lease.folder / lease.mode / name
     cfg = run_config(overrides)
@@ -693,7 +693,7 @@ LEASE_BENCH = (  # (paper-profile size, or experiment/variant; compiled), timed 
 )
 LEASE_SECONDS = 8.0  # timed per bench item of the call, after its warm-up
 RECOMPUTE_MARGIN = 1.5  # unmeasured: how much longer than a stored model's a recomputed model's compilation may take
-CALL = ("set -o pipefail; PYTHONUNBUFFERED=1 python3 -m cod.gpu_lease lease --export $OUT 2>&1 "
+CALL = ("set -o pipefail; PYTHONUNBUFFERED=1 python3 -m cod.tools.gpu_lease lease --export $OUT 2>&1 "
         "| tee $OUT/lease.log")  # the device tool's command for the call (python3 there holds torch)
 
 
@@ -818,7 +818,7 @@ def fig4(lease: Lease, tokens: Path, plan: dict[str, Priced]) -> None:
 
 
 def lease_bench(lease: Lease, plan: dict[str, Priced]) -> None:
-    """The bench items of the call (`LEASE_BENCH`), each with cod.memory's estimate after it."""
+    """The bench items of the call (`LEASE_BENCH`), each with cod.tools.memory's estimate after it."""
     seconds = 0.5 if lease.dry else LEASE_SECONDS
     for label, compiled in LEASE_BENCH:
         config = bench_config(lease, label, paper_overrides(label))
@@ -882,7 +882,7 @@ def preflight(args: argparse.Namespace) -> dict[str, Priced]:
             print(f"[gpu_lease] packed {_shown(pack_tokens(args.tokens, args.carry))}", flush=True)
         print(f"[gpu_lease] {check_tree(ROOT, [args.carry])}", flush=True)
         print(f"[gpu_lease] the call: run(command={CALL!r}, carry=[{_shown(args.carry)!r}], timeout_s=600); "
-              "then here: python -m cod.gpu_lease --import <the folder its files came back to>", flush=True)
+              "then here: python -m cod.tools.gpu_lease --import <the folder its files came back to>", flush=True)
     return {p.item: p for p in plan}
 
 
@@ -944,7 +944,7 @@ def run_modes(args: argparse.Namespace, plan: dict[str, Priced]) -> list[Lease]:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m cod.gpu_lease", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m cod.tools.gpu_lease", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", nargs="?", choices=list(MODES), help="what the call runs (lease: the one call)")
     parser.add_argument("--dry", action="store_true", help="tiny shapes on the CPU, synthetic tokens (the tests)")

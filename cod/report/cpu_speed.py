@@ -1,10 +1,10 @@
-"""The CPU speed section of docs/measurements.md, read from the newest record `python -m cod.benchmark
+"""The CPU speed section of docs/measurements.md, read from the newest record `python -m cod.tools.benchmark
 --record` wrote (`cod.report` writes the page).
 
-    python -m cod.cpu_report            # print the section
+    python -m cod.report.cpu_speed            # print the section
 
 Each record is runs/cpu/<date>_<cpu>/bench.json: the machine, the benchmark's settings, one
-result per shape (`cod.benchmark.compare`) and, with `--analysis`, the layer analysis's seconds
+result per shape (`cod.tools.benchmark.compare`) and, with `--analysis`, the layer analysis's seconds
 per score at 24 and 32 layers. Nothing here needs torch.
 """
 
@@ -85,7 +85,7 @@ def summary(record: dict[str, Any]) -> list[str]:
 def report(record: dict[str, Any] | None) -> str:
     """The README section: when and where it was measured, the table and its reading."""
     if record is None:
-        return "Not measured on this machine yet: `python -m cod.benchmark --record --analysis` measures it."
+        return "Not measured on this machine yet: `python -m cod.tools.benchmark --record --analysis` measures it."
     machine, settings = record["machine"], record["settings"]
     peak = median(r["peak_gflops"] for r in record["shapes"].values())
     head = (f"Measured {record['date']} on {machine['cpu']} ({machine['cores']} cores), torch {machine['torch']}, "
@@ -96,7 +96,7 @@ def report(record: dict[str, Any] | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="python -m cod.cpu_report", description=__doc__,
+    argparse.ArgumentParser(prog="python -m cod.report.cpu_speed", description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     print(report(newest()))
     return 0

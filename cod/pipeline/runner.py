@@ -6,7 +6,7 @@ once (`record`): what `dvc repro` of the same stages, one after another, would l
     python -m cod.pipeline train@a_130m analyse@a_130m --jobs 2
     python -m cod.pipeline prepare train analyse          # a foreach stage's name: all its items
 
-`cod.notebook --all` (`make notebooks`) runs the notebook stages this way; the smoke pipeline test
+`cod.pipeline.notebook --all` (`make notebooks`) runs the notebook stages this way; the smoke pipeline test
 runs the others.
 """
 

@@ -1,12 +1,12 @@
-"""Train one run from the command line, under its identity (`cod.fingerprint`).
+"""Train one run from the command line, under its identity (`cod.train.fingerprint`).
 
-    python -m cod.run --out runs/demo/pre_ln_s0 model.norm=lns train.steps=200
-    torchrun --nproc_per_node 2 -m cod.run --out runs/demo/ddp ...   # DDP, same global batch
+    python -m cod.train.run --out runs/demo/pre_ln_s0 model.norm=lns train.steps=200
+    torchrun --nproc_per_node 2 -m cod.train.run --out runs/demo/ddp ...   # DDP, same global batch
 
 A run whose --out already holds its finished result under the same identity (settings and
 behaviour of the code) is not trained again unless --force; an interrupted one resumes from a
-checkpoint written under the same identity. --help adds the trainer's description (`cod.train`)
-and every setting. --no-resume-hint: a run stopped by a signal says nothing (`cod.experiments`
+checkpoint written under the same identity. --help adds the trainer's description (`cod.train.trainer`)
+and every setting. --no-resume-hint: a run stopped by a signal says nothing (`cod.pipeline.experiments`
 passes it, and names one command that resumes all its runs).
 """
 
@@ -23,8 +23,9 @@ import sys
 import tokenize
 from pathlib import Path
 
-from cod import fingerprint, train
 from cod.config import ConfigError, RunConfig, choices, field_types, run_config
+from cod.data.tasks import check_fine_tuning
+from cod.train import fingerprint, trainer
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -65,7 +66,7 @@ class SettingsParser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = SettingsParser(prog="python -m cod.run", description=f"{__doc__}\n{train.__doc__}",
+    parser = SettingsParser(prog="python -m cod.train.run", description=f"{__doc__}\n{trainer.__doc__}",
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="folder for config, history and final metrics")
     parser.add_argument("--weights", help="folder for checkpoints and final weights (default: --out)")
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     name, command = args.name or Path(args.out).name, shlex.join([*parser.prog.split(), *argv])
     try:
         return run(args)
-    except train.Interrupted as stop:
+    except trainer.Interrupted as stop:
         if not args.no_resume_hint:
             print(f"[{name}] {stop}; resume with: {command}", file=sys.stderr, flush=True)
         return 128 + stop.signum
@@ -92,9 +93,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Train the run of `main`'s arguments under its identity, stopping with a checkpoint on SIGINT
-    or SIGTERM in one process (`cod.train.SignalStop`); the command's exit status."""
+    or SIGTERM in one process (`cod.train.trainer.SignalStop`); the command's exit status."""
     try:
         cfg = run_config(args.overrides)
+        check_fine_tuning(cfg.finetune)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -102,19 +104,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"[{args.name or Path(args.out).name}] already complete with these settings", flush=True)
         return 0
     try:
-        trainer = train.Trainer(cfg, Path(args.out), args.weights and Path(args.weights), args.name, args.device,
-                                identity=fingerprint.describe(cfg), stop_on_signals=True)
+        training = trainer.Trainer(cfg, Path(args.out), args.weights and Path(args.weights), args.name, args.device,
+                                   identity=fingerprint.describe(cfg), stop_on_signals=True)
     except (FileNotFoundError, ConfigError) as e:  # no prepared tokens (say which command makes them), no task fits
         print(f"error: {e}", file=sys.stderr)
         return 2
-    trainer.fit()
-    trainer.dist.close()
+    training.fit()
+    training.dist.close()
     return 0
 
 
 def forked(argv: list[str], cwd: str) -> None:
-    """`main(argv)` from `cwd` as the body of a forked process (`cod.experiments` on the CPU), in a
-    process group of its own (a terminal's Ctrl-C reaches `cod.experiments`, which passes it on
+    """`main(argv)` from `cwd` as the body of a forked process (`cod.pipeline.experiments` on the CPU), in a
+    process group of its own (a terminal's Ctrl-C reaches `cod.pipeline.experiments`, which passes it on
     once): its return value becomes the process's exit status."""
     os.setpgid(0, 0)
     os.chdir(cwd)

@@ -1,4 +1,4 @@
-"""What travels to a lent GPU and what comes back (`cod.gpu_lease` uses it; nothing here needs torch).
+"""What travels to a lent GPU and what comes back (`cod.tools.gpu_lease` uses it; nothing here needs torch).
 
 The device tool sends the working tree (tracked files, untracked ones git does not ignore, and the
 ignored paths a call names in `carry`), at most `TREE_LIMIT` in all, and brings back only the
@@ -94,7 +94,7 @@ def ready_tokens(tokens: Path, carry: Path) -> str:
 
     raise Refusal(f"--tokens {tokens}: no train.bin there and no {archive_of(tokens, carry)}; make the tokens "
                   f"with `{prepare_command_of(tokens)}` (`dvc repro prepare` makes params.yaml's), then "
-                  "`python -m cod.gpu_lease lease --dry` packs them")
+                  "`python -m cod.tools.gpu_lease lease --dry` packs them")
 
 
 # ----------------------------------------------------------------------------- the tree that travels
