@@ -22,7 +22,7 @@
 # 1. *Budget.* The complete default profile, every run that the 19 notebooks will need (the
 #    runs of today's experiments and the `planned:` runs of later issues, shared wherever one
 #    model serves several notebooks), costs at most 4 hours on the 2-core machine, estimated
-#    from measured throughput (`python -m cod.experiments plan`).
+#    from measured throughput (`python -m cod.pipeline.experiments plan`).
 # 2. *Tokens.* Paper A's runs see at least 10 tokens per non-embedding parameter (paper A: 10
 #    at 1B to 26 at 130M); paper B's depth ladder sees 4 (deepest) to 11 (shallowest) at equal
 #    tokens, as paper B's 10B tokens do for its 2.3B and 0.9B models.
@@ -133,7 +133,7 @@ display(pilot.round(3))
 
 # %% [markdown]
 # ## Criterion 1: what the complete profile costs
-# The plan of every run of the profile, from `python -m cod.experiments plan`: runs of today's
+# The plan of every run of the profile, from `python -m cod.pipeline.experiments plan`: runs of today's
 # experiments and the planned runs of later issues, costed at their shapes' throughput
 # (measured by finished runs, else timed now on this machine).
 
