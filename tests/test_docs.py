@@ -66,3 +66,17 @@ def test_every_relative_link_of_the_docs_resolves():
                 continue
             path = (page.parent / target.split("#")[0]).resolve()
             assert path.exists(), f"{page.relative_to(ROOT)} links to {target}, which does not exist"
+
+
+def test_a_departure_test_reads_in_its_claims_units_beside_cods_and_the_papers():
+    row = {"departure": "embedding std 0.632 alone", "claim": "Table 1: LNS beats Pre-LN (130M)",
+           "statistic": "perplexity, LNS / Pre-LN", "paper": "0.964", "cod": "0.987 [0.98, 0.995] (n=5)",
+           "released": "1.14 [1.13, 1.15] (n=3)", "moved toward the paper": "not reproduced"}
+    away = docs.pd.Series(row)
+    assert docs.moved(away) == ("perplexity, LNS / Pre-LN 1.14 [1.13, 1.15] (n=3) with it, 0.987 [0.98, 0.995] (n=5) "
+                                "under cod's recipe, the paper's 0.964: **away from it**")
+    assert docs._moved_short(away) == "Table 1: LNS beats Pre-LN (130M) 1.14 [1.13, 1.15] (cod 0.987, paper 0.964) **away**"
+    direction = docs.pd.Series({**row, "paper": "a direction", "moved toward the paper": "reproduced"})
+    assert docs.moved(direction).endswith("the paper states the direction only: **toward the paper**")
+    assert docs._moved_short(direction).endswith("(cod 0.987) **toward**")
+    assert docs.moved(docs.pd.Series({**row, "moved toward the paper": "not run"})) == "perplexity, LNS / Pre-LN: not run yet"
