@@ -133,9 +133,9 @@ class Perplexities:
     ppl: dict[str, pd.Series]
     failed: dict[str, pd.Series]
 
-    def text(self, label: str) -> str:
-        """The row's `cell` in whole perplexities, failed seeds counted apart."""
-        return cell(self.ppl[label], digits=0, failed=self.failed[label])
+    def text(self, label: str, digits: int = 0) -> str:
+        """The row's `cell` (whole perplexities unless `digits` says), failed seeds counted apart."""
+        return cell(self.ppl[label], digits=digits, failed=self.failed[label])
 
     def mean(self, label: str) -> float:
         """The row's mean perplexity over the seeds that did not fail."""

@@ -74,8 +74,9 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
+from cod.compare import by_seed, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
 from cod.results import load_history
+from cod.sweep import Sweep
 from cod.verdicts import REPRODUCED, Claims, best_of, compare, diverged, equivalent, one_sample, too_few_rivals
 
 ROWS = {"Post-LN": "post_ln", "DeepNorm": "deepnorm", "Mix-LN": "mix_ln", "Pre-LN": "pre_ln", "LNS": "lns"}
@@ -204,7 +205,8 @@ def early_loss(at: pd.DataFrame, variant: str, window: list[float]) -> pd.Series
 
 
 claims = Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique()), choices={"early": early})
-v = {}  # claim id -> Verdict, for the text below
+variants = Sweep(sweep, ROWS, PAPER, claims)
+v = variants.verdict_of  # claim id -> Verdict, for the text below
 OTHERS = ["Post-LN", "DeepNorm", "Mix-LN"]  # each held to what Table 1 says of it at each size
 
 
@@ -243,18 +245,17 @@ def divergence(at: pd.DataFrame, label: str):
     return replace(test, verdict=REPRODUCED) if len(status) and (status == "diverged").all() else test
 
 
-ppl, failed, early_losses = {}, {}, {}
+early_losses = {}
 for size in sizes:
     at, tag, p = sweep[sweep["size"] == size], size.lower(), PAPER[size]
-    ppl[size] = q = {label: by_seed(at, variant) for label, variant in ROWS.items()}
-    failed[size] = {label: by_seed(at, variant, "failed") for label, variant in ROWS.items()}
-    v[f"a5-lns-best-{tag}"] = claims.add(
+    q, failed = variants.perplexities[size].ppl, variants.perplexities[size].failed
+    variants.add(
         f"a5-lns-best-{tag}", "Table 1", f"LNS has the lowest perplexity of the five norms ({size})",
         f"{p['LNS']}, best of five", judged(at, list(ROWS), lambda: too_few_rivals(q, "LNS") or best_of(q, "LNS", paper=p[p < 1000])))
-    v[f"a5-lns-beats-pre-ln-{tag}"] = claims.add(
+    variants.add(
         f"a5-lns-beats-pre-ln-{tag}", "Table 1 / Fig. 6", f"LNS ends below Pre-LN ({size})",
         f"{p['LNS']} vs {p['Pre-LN']}",
-        judged(at, ["LNS", "Pre-LN"], lambda: compare(q["LNS"], q["Pre-LN"], paper=(p["LNS"], p["Pre-LN"]))))
+        judged(at, ["LNS", "Pre-LN"], lambda: variants.beats("LNS", "Pre-LN", size)))
     for label in OTHERS:
         says, key = paper_says(label, size), other_key(label, size)
         first, second = (label, "Pre-LN") if says == "better" else ("Pre-LN", label)  # the paper's better first
@@ -265,21 +266,21 @@ for size in sizes:
             verdict = judged(at, [label, "Pre-LN"], lambda: equivalent(q[label], q["Pre-LN"], margin,
                                                                         paper=(p[label], p["Pre-LN"])))
         else:
-            verdict = judged(at, [label, "Pre-LN"], lambda: compare(q[first], q[second], paper=(p[first], p[second])))
+            verdict = judged(at, [label, "Pre-LN"], lambda: variants.beats(first, second, size))
         if says != "diverged":
-            verdict = replace(verdict, why=f"{verdict.why}; {label} failed in {int(failed[size][label].sum())}/"
-                                           f"{len(failed[size][label])} seeds")
+            verdict = replace(verdict, why=f"{verdict.why}; {label} failed in {int(failed[label].sum())}/"
+                                           f"{len(failed[label])} seeds")
         text = {"diverged": f"{label} diverges ({size}): its runs fail (the paper's perplexity above 1000)",
                 "better": f"{label} has a lower perplexity than Pre-LN ({size}; the paper: diverged from "
                           f"{diverged_from(label)})",
                 "worse": f"{label} has a higher perplexity than Pre-LN ({size})",
                 "comparable": f"{label} performs comparably to Pre-LN ({size}): the ratio of perplexities within the "
                               f"registered margin {margin} (the paper: diverged from {diverged_from(label)})"}[says]
-        v[key] = claims.add(key, "Table 1", text, f"{p[label]}{' (diverged)' if says == 'diverged' else ''} vs "
-                                                  f"Pre-LN {p['Pre-LN']}", verdict)
+        variants.add(key, "Table 1", text, f"{p[label]}{' (diverged)' if says == 'diverged' else ''} vs "
+                                           f"Pre-LN {p['Pre-LN']}", verdict)
     hist = history[history["size"] == size]
     early_losses[size] = {label: early_loss(hist, ROWS[label], early) for label in ("Pre-LN", "LNS")}
-    v[f"a5-lns-slower-early-{tag}"] = claims.add(
+    variants.add(
         f"a5-lns-slower-early-{tag}", "Fig. 6", f"LNS converges more slowly than Pre-LN early in training ({size})",
         "slightly slower early (OLMo-7B)",
         lambda early, hist=hist: compare(early_loss(hist, "pre_ln", early), early_loss(hist, "lns", early)))
@@ -290,15 +291,6 @@ display(claims.save(figures_dir))
 # Generated from the runs above on every execution, so its numbers are those of this run.
 
 # %%
-def mean(size: str, label: str) -> float:
-    """Mean perplexity over the seeds that did not fail."""
-    return float(ppl[size][label][~failed[size][label]].mean())
-
-
-def verdicts(key: str) -> str:
-    return ", ".join(f"*{v[f'a5-{key}-{size.lower()}'].verdict}* at {size}" for size in sizes)
-
-
 def late_loss(size: str, label: str) -> float:
     """Mean training loss over the last 10% of tokens, seeds pooled: who is ahead at the end."""
     rows = history[(history["size"] == size) & (history["variant"] == ROWS[label])]
@@ -312,20 +304,20 @@ shape = sweep.groupby("size")[["params_non_embedding", "tokens", "steps"]].max()
 paper_steps = {size: PAPER_TOKENS[size] / PAPER_BATCH_TOKENS for size in sizes}
 ratio = [paper_steps[size] / shape["steps"][size] for size in sizes]
 text = [
-    "**LNS as the best of the five norms:** " + verdicts("lns-best") + ". " + " ".join(
-        f"At {size}, from best to worst: {', '.join(sorted(ROWS, key=lambda label, s=size: mean(s, label)))}."
+    "**LNS as the best of the five norms:** " + variants.across_sizes("a5-lns-best") + ". " + " ".join(
+        f"At {size}, from best to worst: {', '.join(sorted(ROWS, key=lambda label, s=size: variants.mean(label, s)))}."
         for size in sizes),
     "**Post-LN, DeepNorm and Mix-LN against Pre-LN**, each held to what Table 1 says of it at that size. " + " ".join(
-        f"At {size}: " + ", ".join(f"{label} {mean(size, label):.1f}" for label in OTHERS)
-        + f" against Pre-LN {mean(size, 'Pre-LN'):.1f}; " + ", ".join(
+        f"At {size}: " + ", ".join(f"{label} {variants.mean(label, size):.1f}" for label in OTHERS)
+        + f" against Pre-LN {variants.mean('Pre-LN', size):.1f}; " + ", ".join(
             f"{label} {SAYS[paper_says(label, size)]} *{v[other_key(label, size)].verdict}*" for label in OTHERS) + "."
         for size in sizes)
     + f" {n_failed} of the {len(sweep)} runs failed"
     + ("" if n_failed else ", where the paper's " + ", ".join(
         f"{label} diverges from {diverged_from(label)}" for label in OTHERS)) + ".",
     "**LNS against Pre-LN, size by size:** " + "; ".join(
-        f"{size} {cell(ppl[size]['LNS'], digits=1, failed=failed[size]['LNS'])} against "
-        f"{cell(ppl[size]['Pre-LN'], digits=1, failed=failed[size]['Pre-LN'])} "
+        f"{size} {variants.perplexities[size].text('LNS', digits=1)} against "
+        f"{variants.perplexities[size].text('Pre-LN', digits=1)} "
         f"(*{v[f'a5-lns-beats-pre-ln-{size.lower()}'].verdict}*)" for size in sizes)
     + ". Our sizes: " + "; ".join(
         f"{size} has {shape['params_non_embedding'][size] / 1e3:.0f}K non-embedding parameters, trained on "

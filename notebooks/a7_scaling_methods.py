@@ -64,6 +64,7 @@ import cod.verdicts
 from cod import plots
 from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
 from cod.results import load_history
+from cod.sweep import Sweep
 from cod.verdicts import Claims, best_of, compare, too_few_rivals
 
 ROWS = {"Pre-LN": "pre_ln", "+ LayerScale": "layerscale", "+ SkipInit": "skipinit",
@@ -140,34 +141,21 @@ plots.show(fig, figures_dir, "loss_curves")
 # ## Claims, judged by the rule, per size
 
 # %%
-claims = Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique()))
-v = {}  # claim id -> Verdict, for the text below
-
-
-def add(id_: str, item: str, text: str, paper_value: str, verdict) -> None:
-    v[id_] = claims.add(id_, item, text, paper_value, verdict)
-
-
-ppl = {}
+variants = Sweep(sweep, ROWS, PAPER, Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique())))
+add, beats, v = variants.add, variants.beats, variants.verdict_of  # v: claim id -> Verdict, for the text below
 for size in sizes:
-    at = sweep[sweep["size"] == size]
-    ppl[size] = q = {label: by_seed(at, variant) for label, variant in ROWS.items()}
-    tag, p = size.lower(), PAPER[size]
+    q, tag, p = variants.perplexities[size].ppl, size.lower(), PAPER[size]
     add(f"a7-lns-best-{tag}", "Table 6", f"LNS has the lowest perplexity of Table 6's methods ({size})",
         f"{p['+ LNS']}, best of seven", too_few_rivals(q, "+ LNS") or best_of(q, "+ LNS", paper=p))
     add(f"a7-layerscale-hurts-{tag}", "Table 6", f"LayerScale is worse than Pre-LN ({size})",
-        f"{p['+ LayerScale']} vs {p['Pre-LN']}",
-        compare(q["Pre-LN"], q["+ LayerScale"], paper=(p["Pre-LN"], p["+ LayerScale"])))
+        f"{p['+ LayerScale']} vs {p['Pre-LN']}", beats("Pre-LN", "+ LayerScale", size))
     add(f"a7-skipinit-hurts-{tag}", "Table 6", f"SkipInit is worse than Pre-LN ({size})",
-        f"{p['+ SkipInit']} vs {p['Pre-LN']}",
-        compare(q["Pre-LN"], q["+ SkipInit"], paper=(p["Pre-LN"], p["+ SkipInit"])))
+        f"{p['+ SkipInit']} vs {p['Pre-LN']}", beats("Pre-LN", "+ SkipInit", size))
     add(f"a7-scaled-beats-depth-scaled-{tag}", "Table 6",
         f"Scaled initialisation beats depth-scaled initialisation ({size})",
-        f"{p['+ Scaled Init']} vs {p['+ Depth-Scaled Init']}",
-        compare(q["+ Scaled Init"], q["+ Depth-Scaled Init"], paper=(p["+ Scaled Init"], p["+ Depth-Scaled Init"])))
+        f"{p['+ Scaled Init']} vs {p['+ Depth-Scaled Init']}", beats("+ Scaled Init", "+ Depth-Scaled Init", size))
     add(f"a7-lns-scaled-init-worse-{tag}", "Table 6", f"Adding scaled initialisation to LNS makes it worse ({size})",
-        f"{p['+ LNS + Scaled Init']} vs {p['+ LNS']}",
-        compare(q["+ LNS"], q["+ LNS + Scaled Init"], paper=(p["+ LNS"], p["+ LNS + Scaled Init"])))
+        f"{p['+ LNS + Scaled Init']} vs {p['+ LNS']}", beats("+ LNS", "+ LNS + Scaled Init", size))
 small_ppl = {variant: by_seed(small, variant) for variant in ("olmo_init", "lns")}
 small_loss = {variant: by_seed(small, variant, "final_train_loss") for variant in ("olmo_init", "lns")}
 small_failed = {variant: by_seed(small, variant, "failed") for variant in ("olmo_init", "lns")}
@@ -180,51 +168,32 @@ add("a7-lns-beats-olmo-init-loss", "Table 3",
     f"{t3['training loss']['lns']} vs {t3['training loss']['olmo_init']} (OLMo-1B; here 130M)",
     compare(small_loss["lns"], small_loss["olmo_init"],
             paper=(t3["training loss"]["lns"], t3["training loss"]["olmo_init"])))
-display(claims.save(figures_dir))
+display(variants.claims.save(figures_dir))
 
 # %% [markdown]
 # ## Reading the result
 # Generated from the runs above on every execution, so its numbers are those of this run.
 
 # %%
-def mean(size: str, label: str) -> float:
-    """Mean perplexity over the seeds that did not fail."""
-    at = sweep[sweep["size"] == size]
-    return float(ppl[size][label][~by_seed(at, ROWS[label], "failed")].mean())
-
-
-def pair(label: str, other: str) -> str:
-    """'a against b' at every size, perplexities rounded."""
-    return "; ".join(f"{size} {mean(size, label):.0f} against {mean(size, other):.0f}" for size in sizes)
-
-
-def verdicts(key: str) -> str:
-    return ", ".join(f"*{v[f'a7-{key}-{size.lower()}'].verdict}* at {size}" for size in sizes)
-
-
-def side(label: str, other: str = "Pre-LN") -> str:
-    lower = [mean(size, label) < mean(size, other) for size in sizes]
-    return "lower" if all(lower) else "higher" if not any(lower) else "lower at some sizes and higher at others"
-
-
+side, pair, across = variants.lower_or_higher, variants.means_against, variants.across_sizes
 steps = sweep.groupby("size")["steps"].max()
 paper_steps = {size: PAPER_TOKENS[size] / PAPER_BATCH_TOKENS for size in sizes}
 ratio = [paper_steps[size] / steps[size] for size in sizes]
 text = [
     "**The ordering.** " + " ".join(
-        f"At {size}, from best to worst: {', '.join(sorted(ROWS, key=lambda label, s=size: mean(s, label)))}; "
+        f"At {size}, from best to worst: {', '.join(sorted(ROWS, key=lambda label, s=size: variants.mean(label, s)))}; "
         f"LNS best: *{v[f'a7-lns-best-{size.lower()}'].verdict}* ({v[f'a7-lns-best-{size.lower()}'].why})."
         for size in sizes),
     f"**Learnable gains.** LayerScale's perplexity is {side('+ LayerScale')} than Pre-LN's "
-    f"({pair('+ LayerScale', 'Pre-LN')}), so the paper's 'LayerScale hurts' is {verdicts('layerscale-hurts')}; "
+    f"({pair('+ LayerScale', 'Pre-LN')}), so the paper's 'LayerScale hurts' is {across('a7-layerscale-hurts')}; "
     f"SkipInit's is "
-    f"{side('+ SkipInit')} ({pair('+ SkipInit', 'Pre-LN')}): {verdicts('skipinit-hurts')}.",
+    f"{side('+ SkipInit')} ({pair('+ SkipInit', 'Pre-LN')}): {across('a7-skipinit-hurts')}.",
     f"**Global against depth-scaled initialisation.** Scaled initialisation's perplexity is "
     f"{side('+ Scaled Init', '+ Depth-Scaled Init')} than depth-scaled initialisation's "
-    f"({pair('+ Scaled Init', '+ Depth-Scaled Init')}): {verdicts('scaled-beats-depth-scaled')}.",
+    f"({pair('+ Scaled Init', '+ Depth-Scaled Init')}): {across('a7-scaled-beats-depth-scaled')}.",
     f"**LNS with scaled initialisation** ends {side('+ LNS + Scaled Init', '+ LNS')} than LNS alone "
     f"({pair('+ LNS + Scaled Init', '+ LNS')}): the paper's 'scaled initialisation makes LNS worse' is "
-    f"{verdicts('lns-scaled-init-worse')}.",
+    f"{across('a7-lns-scaled-init-worse')}.",
     f"**Table 3 stand-in (130M, not OLMo-1B).** LNS against OLMo's initialisation: perplexity "
     f"{cell(small_ppl['lns'], digits=0, failed=small_failed['lns'])} against "
     f"{cell(small_ppl['olmo_init'], digits=0, failed=small_failed['olmo_init'])} "

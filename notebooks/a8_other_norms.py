@@ -54,6 +54,7 @@ from cod import kernel
 figures_dir = kernel.start("a8_other_norms", profile, figures_dir)  # unset: a folder of its own
 
 # %%
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -61,9 +62,10 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.compare import load_variants, perplexities, ppl_and_loss, ppl_table
+from cod.compare import load_variants, ppl_and_loss, ppl_table
 from cod.results import load_history
-from cod.verdicts import REPRODUCED, Claims, best_of, compare, effect_text
+from cod.sweep import Sweep
+from cod.verdicts import REPRODUCED, Claims, best_of, effect_text
 
 ROWS = {"Pre-LN": "pre_ln", "Admin": "admin", "Group-LN": "group_ln", "Sandwich-LN": "sandwich_ln",
         "Mix-LN": "mix_ln", "LNS": "lns"}
@@ -106,31 +108,20 @@ plots.show(fig, figures_dir, "loss_curves")
 # ## Claims, judged by the rule
 
 # %%
-seeds = perplexities(sweep, ROWS)
-ppl, failed = seeds.ppl, seeds.failed
+variants = Sweep(sweep, ROWS, PAPER, Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique())))
+add, beats, v = variants.add, variants.beats, variants.verdict_of  # v: claim id -> Verdict, for the text below
+seeds = variants.perplexities["130M"]
+ppl = seeds.ppl
 paper = PAPER["130M"]
-claims = Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique()))
-v = {}  # claim id -> Verdict, for the text below
-
-
-def add(id_: str, text: str, paper_value: str, verdict) -> None:
-    v[id_] = claims.add(id_, "Table 7", text, paper_value, verdict)
-
-
-def beats(a: str, b: str):
-    """`compare` of "a has the lower perplexity than b", the paper's a and b beside ours."""
-    return compare(ppl[a], ppl[b], paper=(paper[a], paper[b]))
-
-
-add("a8-lns-best", "LNS has the lowest perplexity of Table 7's norms", "25.76, best of six",
+add("a8-lns-best", "Table 7", "LNS has the lowest perplexity of Table 7's norms", "25.76, best of six",
     best_of(ppl, "LNS", paper=paper))
-add("a8-admin-worse", "Admin is worse than Pre-LN", "27.91 vs 26.73", beats("Pre-LN", "Admin"))
-add("a8-group-ln-worse", "Group-LN is worse than Pre-LN", "28.01 vs 26.73", beats("Pre-LN", "Group-LN"))
-add("a8-sandwich-better", "Sandwich-LN is (slightly) better than Pre-LN", "26.51 vs 26.73",
+add("a8-admin-worse", "Table 7", "Admin is worse than Pre-LN", "27.91 vs 26.73", beats("Pre-LN", "Admin"))
+add("a8-group-ln-worse", "Table 7", "Group-LN is worse than Pre-LN", "28.01 vs 26.73", beats("Pre-LN", "Group-LN"))
+add("a8-sandwich-better", "Table 7", "Sandwich-LN is (slightly) better than Pre-LN", "26.51 vs 26.73",
     beats("Sandwich-LN", "Pre-LN"))
-add("a8-mix-ln-better", "Mix-LN is better than Pre-LN", "26.07 vs 26.73", beats("Mix-LN", "Pre-LN"))
-add("a8-lns-beats-mix-ln", "LNS is better than Mix-LN", "25.76 vs 26.07", beats("LNS", "Mix-LN"))
-display(claims.save(figures_dir))
+add("a8-mix-ln-better", "Table 7", "Mix-LN is better than Pre-LN", "26.07 vs 26.73", beats("Mix-LN", "Pre-LN"))
+add("a8-lns-beats-mix-ln", "Table 7", "LNS is better than Mix-LN", "25.76 vs 26.07", beats("LNS", "Mix-LN"))
+display(variants.claims.save(figures_dir))
 
 # %% [markdown]
 # ## Reading the result
@@ -138,12 +129,7 @@ display(claims.save(figures_dir))
 
 # %%
 ours, mean = seeds.text, seeds.mean  # a row's perplexity as text; its mean over the seeds that did not fail
-
-
-def side(label: str) -> str:
-    return "better" if mean(label) < mean("Pre-LN") else "worse"
-
-
+side = partial(variants.lower_or_higher, lower="better", higher="worse")  # a row against Pre-LN
 ranked = sorted(ROWS, key=mean)
 paper_rank = list(PAPER["130M"].sort_values().index)
 text = [

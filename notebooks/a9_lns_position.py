@@ -66,9 +66,10 @@ from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.compare import by_seed, load_variants, perplexities, ppl_and_loss, ppl_table
+from cod.compare import by_seed, load_variants, ppl_and_loss, ppl_table
 from cod.results import load_history
-from cod.verdicts import INCONCLUSIVE, REPRODUCED, Claims, Verdict, best_of, compare, one_sample
+from cod.sweep import Sweep
+from cod.verdicts import INCONCLUSIVE, REPRODUCED, Claims, Verdict, best_of, one_sample
 
 ROWS = {"Pre-LN": "pre_ln", "before LN": "lns_before_norm", "after Attn/FFN": "lns_after_branch",
         "after residual": "lns_after_residual", "only after Attn": "lns_attn_only",
@@ -115,22 +116,13 @@ plots.show(fig, figures_dir, "loss_curves")
 # ## Claims, judged by the rule
 
 # %%
-seeds = perplexities(sweep, ROWS)
+variants = Sweep(sweep, ROWS, PAPER, Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique())))
+add, beats, v = variants.add, variants.beats, variants.verdict_of  # v: claim id -> Verdict, for the text below
+seeds = variants.perplexities["130M"]
 ppl, failed = seeds.ppl, seeds.failed
 paper = PAPER["130M"]
 residual_ppl = by_seed(sweep, "lns_after_residual", "val_ppl")
 residual_diverged = by_seed(sweep, "lns_after_residual", "status") == "diverged"
-claims = Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique()))
-v = {}  # claim id -> Verdict, for the text below
-
-
-def add(id_: str, text: str, paper_value: str, verdict) -> None:
-    v[id_] = claims.add(id_, "Table 8", text, paper_value, verdict)
-
-
-def beats(a: str, b: str):
-    """`compare` of "a has the lower perplexity than b", the paper's a and b beside ours."""
-    return compare(ppl[a], ppl[b], paper=(paper[a], paper[b]))
 
 
 def diverges() -> Verdict:
@@ -149,17 +141,17 @@ def diverges() -> Verdict:
                    "learn) without diverging, so the divergence itself is not seen")
 
 
-add("a9-after-norm-best", "After the norm (LNS) is the best position of the factor", "25.76, best of seven",
-    best_of(ppl, "after LN (LNS)", paper=paper))
-add("a9-after-residual-diverges", "The factor after the residual connection makes training diverge "
+add("a9-after-norm-best", "Table 8", "After the norm (LNS) is the best position of the factor",
+    "25.76, best of seven", best_of(ppl, "after LN (LNS)", paper=paper))
+add("a9-after-residual-diverges", "Table 8", "The factor after the residual connection makes training diverge "
     "(the trainer stops the run as diverged)", "1358.11 (diverged)", diverges())
-add("a9-after-norm-beats-pre-ln", "After the norm (LNS) is better than no factor (Pre-LN)", "25.76 vs 26.73",
-    beats("after LN (LNS)", "Pre-LN"))
-add("a9-only-ffn-beats-only-attn", "The factor only after the FFN's norm beats only after the attention's",
+add("a9-after-norm-beats-pre-ln", "Table 8", "After the norm (LNS) is better than no factor (Pre-LN)",
+    "25.76 vs 26.73", beats("after LN (LNS)", "Pre-LN"))
+add("a9-only-ffn-beats-only-attn", "Table 8", "The factor only after the FFN's norm beats only after the attention's",
     "26.43 vs 26.89", beats("only after FFN", "only after Attn"))
-add("a9-before-norm-worse", "The factor before the norm is worse than Pre-LN", "26.97 vs 26.73",
+add("a9-before-norm-worse", "Table 8", "The factor before the norm is worse than Pre-LN", "26.97 vs 26.73",
     beats("Pre-LN", "before LN"))
-display(claims.save(figures_dir))
+display(variants.claims.save(figures_dir))
 
 # %% [markdown]
 # ## Reading the result

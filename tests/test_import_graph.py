@@ -30,7 +30,7 @@ LAYERS = [
     ("train", ["cod.train"]),
     ("experiments", ["cod.params", "cod.plan", "cod.analysis", "cod.curves"]),  # the runs, their cost, their analyses
     ("claims", ["cod.verdicts", "cod.registry", "cod.scoreboard", "cod.ladder", "cod.compare", "cod.recipes",
-                "cod.pilot", "cod.depth_map"]),
+                "cod.pilot", "cod.depth_map", "cod.sweep"]),
     ("report", ["cod.report"]),
     ("pipeline", ["cod.pipeline"]),
     ("tools", ["cod.tools"]),

@@ -1,5 +1,6 @@
-"""The helpers notebooks a2/a10 (norms at several sizes, from their layer analyses) and a8/a9
-(a table of variants at 130M) share: loading, tables, claims marked by size, figures."""
+"""The helpers notebooks a2/a10 (norms at several sizes, from their layer analyses) and a5/a7/a8/a9
+(a table of variants at one size or several: `cod.sweep.Sweep`) share: loading, tables, claims marked
+by size, figures."""
 
 import json
 from types import SimpleNamespace
@@ -16,7 +17,8 @@ from cod.compare import load_size_sweep, load_variants, perplexities, ppl_and_lo
 from cod.config import ModelConfig
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
-from cod.verdicts import SizeClaims, Verdict
+from cod.sweep import Sweep
+from cod.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, SizeClaims, Verdict
 
 NORMS = {"Pre-LN": "pre_ln", "LNS": "lns"}
 
@@ -130,6 +132,57 @@ def test_size_claims_mark_sizes_the_paper_does_not_show_as_ours():
         "**130M** (3 seeds): a2-removal-deep-130m: *reproduced*.\n\n"
         "**250M** (3 seeds): a2-removal-deep-250m: *not reproduced*.\n\n"
         "Not analysed yet, so not judged: 350M.")
+
+
+def two_sizes(sizes=("130M", "250M")) -> pd.DataFrame:
+    """Rows A and B over three seeds: at 130M A is about half of B on every seed; at 250M A's third
+    seed failed and its other two stand above B's."""
+    ppl = {("130M", "a"): [10.0, 11.0, 12.0], ("130M", "b"): [20.0, 21.0, 25.0],
+           ("250M", "a"): [30.0, 34.0, 40.0], ("250M", "b"): [20.0, 21.0, 22.0]}
+    return pd.DataFrame([{"size": size, "variant": variant, "seed": seed, "ppl": value,
+                          "failed": (size, variant, seed) == ("250M", "a", 2)}
+                         for (size, variant), values in ppl.items() if size in sizes
+                         for seed, value in enumerate(values)])
+
+
+PAPER_AB = pd.DataFrame({"130M": [25.0, 50.0], "250M": [30.0, 20.0]}, index=["A", "B"])
+
+
+def test_a_sweep_means_leave_failed_seeds_out_and_say_where_a_row_ends():
+    variants = Sweep(two_sizes(), {"A": "a", "B": "b"}, PAPER_AB, Recorder())
+    assert variants.sizes == ["130M", "250M"]
+    assert variants.perplexities["250M"].ppl["A"].tolist() == [30.0, 34.0, 40.0]
+    assert variants.mean("A", "130M") == 11.0 and variants.mean("B", "130M") == 22.0
+    assert variants.mean("A", "250M") == 32.0 and variants.mean("B", "250M") == 21.0  # seed 2 failed: out
+    assert variants.means_against("A", "B") == "130M 11 against 22; 250M 32 against 21"
+    assert variants.lower_or_higher("A", "B") == "lower at some sizes and higher at others"
+    assert variants.lower_or_higher("B", "A", "better", "worse") == "better at some sizes and worse at others"
+    one = Sweep(two_sizes(["130M"]), {"Pre-LN": "b", "LNS": "a"}, PAPER_AB.rename({"A": "LNS", "B": "Pre-LN"}),
+                Recorder())
+    assert one.lower_or_higher("LNS") == "lower" and one.lower_or_higher("Pre-LN", "LNS", "better", "worse") == "worse"
+
+
+def test_a_sweep_judges_a_beats_b_paired_by_seed_with_the_papers_values_beside():
+    variants = Sweep(two_sizes(), {"A": "a", "B": "b"}, PAPER_AB, Recorder())
+    ahead = variants.beats("A", "B")  # the size defaults to 130M: A / B is 0.5, 0.52, 0.48 by seed
+    assert ahead.verdict == REPRODUCED and ahead.n == 3 and ahead.mean == 11.0
+    assert ahead.effect == pytest.approx(np.exp(np.mean(np.log([10 / 20, 11 / 21, 12 / 25]))))
+    assert ahead.paper_effect == pytest.approx(0.5)  # the paper's 25 against 50
+    assert variants.beats("B", "A").verdict == NOT_REPRODUCED
+    behind = variants.beats("A", "B", "250M")  # A's failed seed counts at its perplexity: A above B
+    assert behind.verdict == NOT_REPRODUCED and behind.paper_effect == pytest.approx(1.5)
+
+
+def test_a_sweep_adds_each_claim_and_phrases_its_verdicts_across_sizes():
+    recorder = Recorder()
+    variants = Sweep(two_sizes(), {"A": "a", "B": "b"}, PAPER_AB, recorder)
+    for size, verdict in [("130M", REPRODUCED), ("250M", INCONCLUSIVE)]:
+        variants.add(f"a7-a-beats-b-{size.lower()}", "Table 6", f"A beats B ({size})", "25 vs 50",
+                     Verdict(verdict, "ratio", n=3))
+    assert [row[:4] for row in recorder.added] == [("a7-a-beats-b-130m", "Table 6", "A beats B (130M)", "25 vs 50"),
+                                                   ("a7-a-beats-b-250m", "Table 6", "A beats B (250M)", "25 vs 50")]
+    assert variants.verdict_of["a7-a-beats-b-250m"].verdict == INCONCLUSIVE
+    assert variants.across_sizes("a7-a-beats-b") == "*reproduced* at 130M, *inconclusive* at 250M"
 
 
 def test_load_size_sweep_marks_every_size_against_the_first_experiments_line(tmp_path, monkeypatch):
