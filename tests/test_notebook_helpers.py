@@ -211,6 +211,7 @@ def test_perplexities_leave_failed_seeds_out_of_the_mean():
     assert seeds.ppl["A"].tolist() == [10.0, 14.0, 80.0] and seeds.failed["A"].tolist() == [False, False, True]
     assert seeds.mean("A") == 12.0
     assert seeds.text("A") == "12 ± 3 (n=2), failed 1/3" and seeds.text("B") == "20 (n=1)"
+    assert seeds.text("A", digits=1) == "12.0 ± 2.8 (n=2), failed 1/3"
 
 
 def test_ppl_and_loss_cuts_the_loss_axis_at_the_median_plus_one():
