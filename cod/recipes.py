@@ -10,10 +10,11 @@ notebooks/h2_departures.py:
 
     does the authors' recipe move our effect toward the paper's value?
 
-by the package's rule (`cod.verdicts.compare`) on the per-seed statistic under the authors'
-recipe against the same seed's under cod's: "reproduced" when it moves toward the paper's value
-(the side of cod's effect where the paper's value lies, or the paper's stated direction),
-"not reproduced" when it moves away, "inconclusive" otherwise. Both recipes' own effects keep
+by the package's rule (`cod.verdicts.compare`), paired by seed: where the paper gives a value,
+on each seed's distance from it (on the log scale for a ratio) under the authors' recipe against
+the same seed's under cod's, so "reproduced" means closer to the paper's value and a recipe that
+overshoots it to a greater distance moves away; where the paper states only a direction, on the
+statistic itself, toward that side. "not reproduced" when it moves away, "inconclusive" otherwise. Both recipes' own effects keep
 their intervals beside it. The departures themselves, with the commits that show them, are the
 registry's `departures:` (`cod.registry.departures`).
 """
@@ -138,10 +139,12 @@ class Statistic:
     per_seed: Callable[[CommittedRuns, Recipe], pd.Series]
     side: int = 0  # with no paper value: +1 the paper's effect lies above no effect, -1 below
 
-    def toward_paper_is_up(self, ours: float) -> bool:
-        """Whether the paper's value lies above our effect `ours` (where it gives only a direction:
-        above no effect)."""
-        return self.paper > ours if self.paper is not None else self.side > 0
+    def distance(self, values: pd.Series) -> pd.Series:
+        """Each value's distance from the paper's: |log(value / paper)| for a ratio, |value - paper|
+        for a difference."""
+        if self.scale == "ratio":
+            return np.log(values / self.paper).abs()
+        return (values - self.paper).abs()
 
 
 Value = Callable[[CommittedRuns, Recipe, str], pd.Series]  # a per-seed value of one role's runs
@@ -192,13 +195,16 @@ class RecipeTest:
         return ours, theirs, self.toward_paper(source, ours)
 
     def toward_paper(self, source: CommittedRuns, ours: Verdict) -> Verdict:
-        """compare() of the per-seed statistic under the authors' recipe against cod's (paired by
-        seed), on the side of cod's effect where the paper's value lies."""
-        cod, released = self.statistic.per_seed(source, self.cod), self.statistic.per_seed(source, self.released)
-        if ours.effect is None:  # cod's own runs are missing: no side to move toward
-            return compare(released, pd.Series(dtype=float), scale=self.statistic.scale)
-        up = self.statistic.toward_paper_is_up(ours.effect)
-        return compare(released, cod, higher_is_better=up, scale=self.statistic.scale)
+        """compare() paired by seed of the authors' recipe against cod's: of each seed's distance
+        from the paper's value (smaller is toward it), or, where the paper states only a direction,
+        of the per-seed statistic on that side."""
+        statistic = self.statistic
+        cod, released = statistic.per_seed(source, self.cod), statistic.per_seed(source, self.released)
+        if ours.effect is None:  # cod's own runs are missing: nothing to move from
+            return compare(released, pd.Series(dtype=float), scale=statistic.scale)
+        if statistic.paper is None:
+            return compare(released, cod, higher_is_better=statistic.side > 0, scale=statistic.scale)
+        return compare(statistic.distance(released), statistic.distance(cod), scale="difference")
 
     def row(self, source: CommittedRuns) -> dict:
         """The departure's line of the table: the paper's value, ours under both recipes, the move."""

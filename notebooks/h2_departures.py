@@ -146,8 +146,14 @@ TESTS = {  # claim id -> the departure, the claim, the statistic, cod's runs, th
 # %% [markdown]
 # ## The table: each departure against each claim it bears on
 # `cod` and `released`: our effect under cod's recipe and under the authors' (mean effect over
-# seeds [95% interval], n seeds); `move`: the authors' recipe's per-seed statistic over (or minus)
-# cod's, paired by seed, and its verdict: did it move toward the paper's value?
+# seeds [95% interval], n seeds); `move`, paired by seed, and its verdict: did it move toward the
+# paper's value? Where the paper gives a value, `move` is each seed's distance from it (|log| of a
+# ratio) under the authors' recipe minus the same seed's under cod's: below 0 is closer, so a
+# recipe that overshoots the paper's value to a greater distance moves away. Where the paper
+# states only a direction, `move` is the per-seed statistic under the authors' recipe over (or
+# minus) cod's, on that side. (The first version of this rule asked only whether the statistic
+# moved to the paper's side of cod's effect, which counts an overshoot of any size as toward; it
+# was replaced by the distance once a run showed the difference.)
 
 # %%
 claims = Claims("A", profile)

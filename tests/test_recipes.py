@@ -1,6 +1,7 @@
 """cod.recipes: per-seed statistics read from run folders, and the move toward the paper's value."""
 
 import json
+import math
 
 import pytest
 
@@ -48,9 +49,21 @@ def test_a_recipe_that_closes_the_gap_to_the_paper_moves_toward_it(runs):
     gap = RecipeTest("released", "LNS beats Pre-LN", paired(val_ppl, "lns", "pre_ln", "ppl ratio", 0.964), COD, RELEASED)
     ours, theirs, move = gap.judge(runs)
     assert ours.effect == pytest.approx(0.98, rel=1e-2) and theirs.effect == pytest.approx(0.96, rel=1e-2)
-    assert move.verdict == "reproduced" and move.effect == pytest.approx(0.96 / 0.98, rel=1e-2)
+    # the move: each seed's distance from the paper's 0.964 in log ratio, the released recipe's minus cod's
+    closer = abs(math.log(0.96 / 0.964)) - abs(math.log(0.98 / 0.964))
+    assert move.verdict == "reproduced" and move.effect == pytest.approx(closer, abs=2e-3)
     away = RecipeTest("released", "LNS beats Pre-LN", paired(val_ppl, "lns", "pre_ln", "ppl ratio", 0.99), COD, RELEASED)
     assert away.judge(runs)[2].verdict == "not reproduced"  # the paper's 0.99 lies above cod's 0.98: 0.96 moved away
+
+
+def test_a_recipe_that_overshoots_the_paper_to_a_greater_distance_moves_away(runs):
+    # the paper's 0.978 lies below cod's 0.98, on the released recipe's side, but 0.96 is further from it
+    past = RecipeTest("released", "LNS beats Pre-LN", paired(val_ppl, "lns", "pre_ln", "ppl ratio", 0.978), COD, RELEASED)
+    move = past.judge(runs)[2]
+    assert move.verdict == "not reproduced" and move.effect > 0
+    gaps = [(0.96 * (1 + 0.002 * (2 - seed) ** 2), 0.98 * (1 + 0.001 * seed)) for seed in range(3)]  # the fixture's
+    further = [abs(math.log(released / 0.978)) - abs(math.log(cod / 0.978)) for released, cod in gaps]
+    assert move.effect == pytest.approx(sum(further) / 3, rel=1e-6)
 
 
 def test_a_direction_only_claim_moves_toward_its_side(runs):
