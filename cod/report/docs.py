@@ -207,8 +207,10 @@ def departures_section(judged: pd.DataFrame, root: Path) -> str:
     lines = ["## Departures of the authors' code from their papers", "",
              "Each was checked in the authors' repository at the commit and file named (cod/registry.yaml, "
              "`departures:`). Where a run tests one, the claims of `h2_departures` ask whether the authors' recipe "
-             "moves our effect toward the paper's value (a reading of ours, by the same rule: the statistic with "
-             "the departure over the same seed's under cod's recipe).", ""]
+             "moves our effect toward the paper's value (a reading of ours, by the same rule). Its `move`, paired by "
+             "seed: where the paper gives a value, each seed's distance from it (|log| of a ratio) with the "
+             "departure minus the same seed's under cod's recipe, below 0 being closer; where the paper states only "
+             "a direction, the statistic with the departure over (or minus) cod's.", ""]
     for name, d in departures(root / "cod/registry.yaml").items():
         lines += [f"### {name} (paper {d.paper})", "", f"- **The paper:** {d.says}.",
                   f"- **The released code** ({d.repository} at {d.commit}, {d.file}): {d.released}.",
@@ -224,8 +226,9 @@ def departures_section(judged: pd.DataFrame, root: Path) -> str:
                 row = judged.loc[id_]
                 if id_ in tests.index:
                     test = tests.loc[id_]
-                    lines.append(f"  - {test['departure']}; {test['claim']}: {moved(test)}, "
-                                 f"{link(row, 'headline', root)}")
+                    notebook = "../notebooks/executed/headline/h2_departures.ipynb"
+                    lines.append(f"  - {test['departure']}; {test['claim']}: {moved(test)} (move "
+                                 f"{test['move']}; [`{id_}`]({notebook}))")
                 else:
                     lines.append(f"  - {row['claim']} moved toward the paper: **{row['verdict']}**, "
                                  f"{link(row, 'headline', root)}")
