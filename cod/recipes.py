@@ -14,8 +14,8 @@ by the package's rule (`cod.verdicts.compare`), paired by seed: where the paper 
 on each seed's distance from it (on the log scale for a ratio) under the authors' recipe against
 the same seed's under cod's, so "reproduced" means closer to the paper's value and a recipe that
 overshoots it to a greater distance moves away; where the paper states only a direction, on the
-statistic itself, toward that side. "not reproduced" when it moves away, "inconclusive" otherwise. Both recipes' own effects keep
-their intervals beside it. The departures themselves, with the commits that show them, are the
+statistic itself, toward that side. "not reproduced" when it moves away, "inconclusive"
+otherwise. Both recipes' own effects keep their intervals beside it. The departures themselves, with the commits that show them, are the
 registry's `departures:` (`cod.registry.departures`).
 """
 

@@ -178,7 +178,7 @@ EASY = """## What was easy
 
 
 DEPARTURE_TESTS = "figures/headline/h2_departures/departures.csv"  # h2's table: each test in its claim's units
-MOVED = {REPRODUCED: "toward the paper", NOT_REPRODUCED: "away from it"}
+MOVED = {REPRODUCED: "toward the paper", NOT_REPRODUCED: "away from it"}  # a move's verdict in words
 
 
 def departure_tests(root: Path) -> pd.DataFrame:
@@ -194,12 +194,18 @@ def moved(row: pd.Series) -> str:
     verdict = row["moved toward the paper"]
     if verdict == "not run":
         return f"{row['statistic']}: not run yet"
-    try:
-        paper = f"the paper's {float(row['paper']):.3g}"
-    except ValueError:
-        paper = "the paper states the direction only"
+    value = _paper_value(row)
+    paper = "the paper states the direction only" if value is None else f"the paper's {value:.3g}"
     return (f"{row['statistic']} {row['released']} with it, {row['cod']} under cod's recipe, {paper}: "
             f"**{MOVED.get(verdict, verdict)}**")
+
+
+def _paper_value(row: pd.Series) -> float | None:
+    """The paper's value of a `departure_tests` row; None where it states only a direction."""
+    try:
+        return float(row["paper"])
+    except ValueError:
+        return None
 
 
 def departures_section(judged: pd.DataFrame, root: Path) -> str:
@@ -368,11 +374,9 @@ def _moved_short(row: pd.Series) -> str:
     """'Table 1: LNS beats Pre-LN (130M) 1.14 [1.13, 1.15] (cod 0.987, paper 0.964) **away**' (a row of
     `departure_tests`; the statistic is the one `moved` names, the seeds are in the notebook)."""
     value, cod = (re.sub(r" \(n=\d+\)", "", row[key]) for key in ("released", "cod"))
-    try:
-        paper = f", paper {float(row['paper']):.3g}"
-    except ValueError:
-        paper = ""
-    word = {REPRODUCED: "toward", NOT_REPRODUCED: "away"}.get(row["moved toward the paper"], row["moved toward the paper"])
+    paper = "" if _paper_value(row) is None else f", paper {_paper_value(row):.3g}"
+    verdict = row["moved toward the paper"]
+    word = MOVED.get(verdict, verdict).split()[0]  # toward, away, or the verdict itself
     return f"{row['claim']} {value} (cod {cod.split(' [')[0]}{paper}) **{word}**"
 
 
