@@ -23,30 +23,24 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from cod.config import run_config_from_dict
-from cod.data.loader import open_tokens
+from cod.curves import failure_lines_file
+from cod.data.loader import unigram_perplexity
 from cod.plots import loss_curves, paper_line
 from cod.results import load_final, train_command
 
 
-def unigram_perplexity(dataset_dir: str | Path, eval_tokens: int | None = None) -> float:
-    """Perplexity on val.bin (its first `eval_tokens` tokens) of token frequencies counted on
-    train.bin, add-one smoothed: the failure line of `mark_failed`."""
-    dataset_dir = Path(dataset_dir)
-    if not (dataset_dir / "meta.json").is_file():
-        raise FileNotFoundError(f"no token arrays in {dataset_dir} to draw the failure line from: "
-                                "`dvc repro prepare` makes them")
-    vocab = json.loads((dataset_dir / "meta.json").read_text())["vocab_size"]
-    counts = np.bincount(np.asarray(open_tokens(dataset_dir / "train.bin")), minlength=vocab) + 1.0
-    val = np.asarray(open_tokens(dataset_dir / "val.bin")[:eval_tokens])
-    return float(np.exp(-np.mean(np.log(counts[val] / counts.sum()))))
-
-
 def failure_line(runs_root: str | Path, experiment: str) -> float:
-    """`unigram_perplexity` of the dataset and evaluation length the runs of `experiment` used."""
-    config = next((Path(runs_root) / experiment).glob("*/config.json"), None)
+    """The failure line of `experiment`'s runs under `runs_root` (ROOT/runs/PROFILE): the unigram
+    perplexity the `failure_lines` stage recorded in figures/PROFILE/failure_lines.json, a committed
+    file; counted from the token arrays (`unigram_perplexity`) where that record lacks it."""
+    runs_root = Path(runs_root)
+    record = failure_lines_file(runs_root)
+    if record.is_file() and experiment in (lines := json.loads(record.read_text())):
+        return lines[experiment]
+    config = next((runs_root / experiment).glob("*/config.json"), None)
     if config is None:
-        raise FileNotFoundError(f"no finished run in {Path(runs_root) / experiment}: "
-                                f"`{train_command(experiment, Path(runs_root).name)}` trains them")
+        raise FileNotFoundError(f"no finished run in {runs_root / experiment}: "
+                                f"`{train_command(experiment, runs_root.name)}` trains them")
     cfg = run_config_from_dict(json.loads(config.read_text()))
     return unigram_perplexity(cfg.data.dataset_dir, cfg.train.eval_tokens)
 

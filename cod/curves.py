@@ -11,12 +11,20 @@ statistics) nor a folder of runs as one table, so each profile gets, in figures/
                      so that its graph is empty rather than missing
     finals.json      {EXPERIMENT/RUN: the numbers and status of its final.json}, in `metrics:`
 
+    python -m cod.curves --failure-lines PROFILE  # figures/PROFILE/failure_lines.json
+
+writes {EXPERIMENT: the unigram perplexity its runs' failures are marked against
+(cod.compare.mark_failed)}, counted from the token arrays, which git does not keep, so that a
+notebook re-run on a fresh clone reads committed files only (the `failure_lines` stages: one a
+profile, so that no stage of one profile waits on the other's training).
+
 A file per experiment rather than per run keeps the folder small (no 4 KiB block per run).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import sys
@@ -24,11 +32,14 @@ from pathlib import Path
 from typing import Sequence
 
 from cod import ROOT
+from cod.config import ImageSet, run_config_from_dict
+from cod.data.loader import unigram_perplexity
 from cod.params import all_runs, load_params
 
 RUNS = ROOT / "runs"
 FOLDER = "figures/{profile}/curves"  # repository-relative; dvc.yaml's lists fill in ${profile}
 FINALS = "finals.json"
+FAILURE_LINES = "failure_lines.json"
 LOSS_DECIMALS = 4  # a plot needs no more; it halves the files
 TEXT_METRICS = ("status",)  # final.json's other strings name the run, its device and its code
 
@@ -36,6 +47,29 @@ TEXT_METRICS = ("status",)  # final.json's other strings name the run, its devic
 def folder(profile: str) -> Path:
     """Where the curves of `profile` go: figures/PROFILE/curves."""
     return ROOT / FOLDER.format(profile=profile)
+
+
+def failure_lines_file(runs: Path) -> Path:
+    """Where the failure lines of the runs under `runs` (ROOT/runs/PROFILE) are recorded:
+    ROOT/figures/PROFILE/failure_lines.json."""
+    return runs.parent.parent / "figures" / runs.name / FAILURE_LINES
+
+
+def failure_lines(runs: Path) -> dict[str, float]:
+    """{experiment: the unigram perplexity of the token arrays and evaluation length of its first
+    run} for every language-model experiment with a run under `runs` (runs/PROFILE)."""
+    lines = {}
+    for config in sorted(runs.glob("*/*/config.json")):
+        cfg = run_config_from_dict(json.loads(config.read_text()))
+        experiment = config.parent.parent.name
+        if experiment not in lines and cfg.vision.dataset == ImageSet.NONE:
+            lines[experiment] = _unigram(str(cfg.data.dataset_dir), cfg.train.eval_tokens)
+    return lines
+
+
+@functools.cache
+def _unigram(dataset_dir: str, eval_tokens: int | None) -> float:
+    return unigram_perplexity(ROOT / dataset_dir, eval_tokens)
 
 
 def loss_rows(history: Path) -> list[tuple[int, float]]:
@@ -95,7 +129,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cod.curves", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("profiles", nargs="+", help="the profiles whose runs/PROFILE/ to read (repeats are ignored)")
-    for profile in dict.fromkeys(parser.parse_args(argv).profiles):
+    parser.add_argument("--failure-lines", action="store_true",
+                        help=f"write figures/PROFILE/{FAILURE_LINES} only (reads the token arrays)")
+    args = parser.parse_args(argv)
+    for profile in dict.fromkeys(args.profiles):
+        if args.failure_lines:
+            record = failure_lines_file(RUNS / profile)
+            record.parent.mkdir(parents=True, exist_ok=True)
+            record.write_text(json.dumps(failure_lines(RUNS / profile), indent=1, sort_keys=True) + "\n")
+            print(f"[curves] {profile}: the failure lines written to {record.relative_to(ROOT)}")
+            continue
         written = write_curves(RUNS / profile, folder(profile), declared(profile))
         print(f"[curves] {profile}: {len(written) - 1} experiments' training loss and {FINALS} "
               f"written to {FOLDER.format(profile=profile)}/")

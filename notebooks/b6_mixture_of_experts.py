@@ -50,7 +50,6 @@ from cod import kernel
 figures_dir = kernel.start("b6_mixture_of_experts", profile, figures_dir)  # unset: a folder of its own
 
 # %%
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -61,6 +60,7 @@ from IPython.display import Markdown, display
 import cod.verdicts
 from cod import plots
 from cod.ladder import load_ladder, paper_pair, paper_rows, rungs_from, written
+from cod.results import read_history
 from cod.verdicts import Claims, compare, usefulness_at_floor
 
 PAIRS = {"small": ("Dense-small", "MoE-small (shared)"), "large": ("Dense", "MoE")}  # (dense, MoE) of equal active size
@@ -117,7 +117,7 @@ def last_load(label: str) -> np.ndarray | None:
     loads = []
     for seed in ladder.seeds:
         path = ladder.rung(label).run(Path(runs_root) / profile, seed) / "history.jsonl"
-        rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        rows = read_history(path) if path.exists() else []
         logged = [r["moe_load"] for r in rows if "moe_load" in r]
         if logged:
             loads.append(np.asarray(logged[-1]))

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cod.compare import by_seed, cell, mark_failed, ppl_table, unigram_perplexity
+from cod.compare import by_seed, cell, failure_line, mark_failed, ppl_table, unigram_perplexity
 
 
 def seeds(*values) -> pd.Series:
@@ -54,3 +54,12 @@ def test_the_failure_line_without_token_arrays_names_the_stage_that_makes_them(t
     with pytest.raises(FileNotFoundError) as missing:
         unigram_perplexity(tmp_path / "bpe2048")
     assert "\n" not in str(missing.value) and "`dvc repro prepare` makes them" in str(missing.value)
+
+
+def test_the_failure_line_is_read_from_the_curves_stage_record_without_token_arrays(tmp_path):
+    record = tmp_path / "figures" / "default" / "failure_lines.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"a_130m": 512.5}))
+    assert failure_line(tmp_path / "runs" / "default", "a_130m") == 512.5
+    with pytest.raises(FileNotFoundError, match="trains them"):  # not recorded, and no run to count for
+        failure_line(tmp_path / "runs" / "default", "a_250m")

@@ -3,18 +3,21 @@ every `cod` module its notebook reaches, so changing a module marks exactly its 
 dvc.yaml's metrics and plots and README.md's pipeline graph are what cod.pipeline.stages derives now."""
 
 import json
+import math
 import os
 import re
 import subprocess
 import sys
+from dataclasses import asdict
 from fnmatch import fnmatch
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from cod import ROOT, curves
-from cod.config import ConfigError
+from cod.config import ConfigError, run_config
 from cod.pipeline import runner, stages
 from cod.report import pipeline_graph
 
@@ -105,11 +108,23 @@ def test_curves_are_a_table_per_experiment_and_the_finals_of_each_run(tmp_path):
     (runs / "b_weight_decay" / "wd0_s0" / "final.json").write_text(json.dumps(
         {"name": "b_weight_decay/wd0_s0", "status": "completed", "diverged_at": None, "val_loss": 6.4, "seed": 0,
          "behaviour": "84d2f38fa37fc6e2", "device": "cpu"}))
+    # the failure line: train tokens 0,0,0,1 (add-one counts 4 and 2 of 6), val 0,1: exp(-(ln 4/6 + ln 2/6) / 2)
+    tokens = tmp_path / "tokens" / "bpe2048"
+    tokens.mkdir(parents=True)
+    (tokens / "meta.json").write_text(json.dumps({"dtype": "uint16", "vocab_size": 2}))
+    np.array([0, 0, 0, 1], dtype=np.uint16).tofile(tokens / "train.bin")
+    np.array([0, 1], dtype=np.uint16).tofile(tokens / "val.bin")
+    cfg = run_config({"data.tokens_dir": str(tmp_path / "tokens"), "train.eval_tokens": 2})
+    (runs / "b_weight_decay" / "wd0_s0" / "config.json").write_text(json.dumps(asdict(cfg)))
     out = tmp_path / "figures" / "default" / "curves"
     (out / "gone").mkdir(parents=True)  # what an earlier run wrote goes
     written = curves.write_curves(runs, out, ["b_weight_decay", "b_moe"])  # b_moe: declared, not trained yet
     assert sorted(written) == sorted(out.iterdir()) == [out / "b_moe.csv", out / "b_weight_decay.csv",
                                                         out / "finals.json"]
+    assert curves.failure_lines(runs) == {  # the run with a config.json stands for its experiment
+        "b_weight_decay": pytest.approx(math.exp(-(math.log(4 / 6) + math.log(2 / 6)) / 2))}
+    assert curves.failure_lines_file(tmp_path / "runs" / "default") == tmp_path / "figures" / "default" / \
+        "failure_lines.json"
     assert (out / "b_weight_decay.csv").read_text() == "run,step,loss\nwd0.01_s0,10,7.1235\nwd0_s0,10,6.5\n"
     assert (out / "b_moe.csv").read_text() == "run,step,loss\n"
     assert json.loads((out / "finals.json").read_text()) == {

@@ -34,3 +34,15 @@ def test_tracked_tree_is_at_most_40_mib():
     for folder, size in biggest_folders(sizes):
         print(f"  {size / 2**20:6.1f} MiB  {folder}")
     assert total <= LIMIT, f"the tracked tree holds {total / 2**20:.1f} MiB, above {LIMIT / 2**20:.0f} MiB"
+
+
+def test_committed_histories_are_written_in_float32_digits():
+    """Every tracked history.jsonl is as cod.results.history_line writes it (the per-layer statistics
+    in float32's shortest digits): a third of the runs' bytes, which a float64 writer would spend."""
+    from cod.results import history_line, read_history
+
+    histories = [name for name in tracked_sizes() if name.endswith("/history.jsonl")]
+    assert histories
+    loose = [name for name in histories
+             if "".join(history_line(row) for row in read_history(ROOT / name)) != (ROOT / name).read_text()]
+    assert not loose, f"{len(loose)} histories in float64 digits, e.g. {loose[:3]}: cod.results.compact_history"

@@ -32,6 +32,19 @@ def open_tokens(path: str | Path) -> np.memmap:
     return np.memmap(path, dtype=json.loads(meta.read_text())["dtype"], mode="r")
 
 
+def unigram_perplexity(dataset_dir: str | Path, eval_tokens: int | None = None) -> float:
+    """Perplexity on val.bin (its first `eval_tokens` tokens) of token frequencies counted on
+    train.bin, add-one smoothed: the line `cod.compare.mark_failed` marks a failed run against."""
+    dataset_dir = Path(dataset_dir)
+    if not (dataset_dir / "meta.json").is_file():
+        raise FileNotFoundError(f"no token arrays in {dataset_dir} to draw the failure line from: "
+                                "`dvc repro prepare` makes them")
+    vocab = json.loads((dataset_dir / "meta.json").read_text())["vocab_size"]
+    counts = np.bincount(np.asarray(open_tokens(dataset_dir / "train.bin")), minlength=vocab) + 1.0
+    val = np.asarray(open_tokens(dataset_dir / "val.bin")[:eval_tokens])
+    return float(np.exp(-np.mean(np.log(counts[val] / counts.sum()))))
+
+
 def _to_xy(windows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     tokens = torch.from_numpy(windows.astype(np.int64))
     return tokens[:, :-1], tokens[:, 1:]

@@ -99,6 +99,7 @@ import torch
 
 from cod import ROOT
 from cod.config import run_config
+from cod.results import read_history
 from cod.tools.gpu_carry import (CARRY, RESULTS, Refusal, check_tree, export, exported, import_results, is_packed,
                            pack_tokens, ready_tokens)
 
@@ -369,8 +370,7 @@ def resume_after_kill(lease: Lease) -> dict:
     history_at_kill = len((killed / "history.jsonl").read_text().splitlines()) if was_killed else None
     codes["resumed"] = run("-m", "cod.train.run", "--out", str(killed), *args)
     a, b = (json.loads((folder / "final.json").read_text()) for folder in (straight, killed))
-    rows = [[json.loads(r) for r in (folder / "history.jsonl").read_text().splitlines()]
-            for folder in (straight, killed)]
+    rows = [read_history(folder / "history.jsonl") for folder in (straight, killed)]
     losses = [[(r["step"], r["loss"]) for r in history if "loss" in r] for history in rows]
     wa, wb = (torch.load(folder / "model.pt", map_location="cpu")["model"] for folder in (straight, killed))
     weight_diff = max((torch.linalg.norm(wa[k].float() - wb[k].float()) / torch.linalg.norm(wa[k].float())).item()
@@ -643,7 +643,7 @@ def science_run(lease: Lease, overrides: dict[str, Any], name: str) -> dict:
     t = Trainer(cfg, out, weights=lease.scratch / "weights" / name, name=name, device=lease.device,
                 distributed=False, quiet=False, deadline=time.monotonic() + max(5.0, lease.left() - 15.0))
     final = t.fit()
-    history = [json.loads(r) for r in (out / "history.jsonl").read_text().splitlines()]
+    history = read_history(out / "history.jsonl")
     growth = {r["step"]: r["resid_var"][-1] / r["resid_var"][0] for r in history if "resid_var" in r}
     del t
     _release()

@@ -72,6 +72,7 @@ from cod.eval.lm import load_tokenizer
 from cod.loss import IGNORE_INDEX
 from cod.metrics.variance import layer_variances
 from cod.model import Transformer
+from cod.results import history_line
 from cod.train.host import keep_freed_memory
 from cod.vision import VisionTransformer
 
@@ -723,7 +724,7 @@ class Trainer:
         """Append `row` to history.jsonl (process 0)."""
         if self.dist.main:
             with open(self.out / "history.jsonl", "a") as f:
-                f.write(json.dumps(row) + "\n")
+                f.write(history_line(row))
 
     def say(self, text: str) -> None:
         """Print a progress line, labelled with the run's name (process 0, unless quiet)."""
