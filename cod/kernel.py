@@ -142,11 +142,11 @@ def committed(figures_dir: str | Path, name: str, profile: str) -> bool:
 
 def start(name: str, profile: str, figures_dir: str | None) -> str:
     """Check papermill's parameters (`check_injected`) and return the folder notebook NAME writes
-    to: `figures_dir`, else tmp/cod/<profile>/NAME under the system's temporary folder."""
+    to, made if missing: `figures_dir`, else tmp/cod/<profile>/NAME under the system's temporary folder."""
     check_injected(name)
-    if figures_dir:
-        return str(figures_dir)
-    folder = Path(tempfile.gettempdir()) / "cod" / profile / name
-    print(f"figures_dir not given: figures, tables and claims go to {folder}, not to the committed "
-          f"{stage_folder(name, profile).relative_to(ROOT)} (pass figures_dir to write there)")
-    return str(folder)
+    folder = Path(figures_dir) if figures_dir else Path(tempfile.gettempdir()) / "cod" / profile / name
+    if not figures_dir:
+        print(f"figures_dir not given: figures, tables and claims go to {folder}, not to the committed "
+              f"{stage_folder(name, profile).relative_to(ROOT)} (pass figures_dir to write there)")
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(figures_dir or folder)

@@ -84,6 +84,13 @@ ZERO_WIDTH = 1e-9  # an interval narrower than this fraction of its ends' size h
 LATTICE_SLACK = 1e-9  # a difference within this fraction of one lattice step counts as the step (float rounding)
 
 
+def rule(ledger: bool = True) -> str:
+    """The rule as this module's docstring states it (all but its first line), which every
+    notebook prints before its numbers; without `ledger`, up to how a verdict is reported."""
+    text = __doc__.split("\n\n", 1)[1]
+    return text if ledger else text.split("\n\nEvery verdict")[0]
+
+
 @dataclass(frozen=True)
 class Verdict:
     verdict: str  # reproduced | not reproduced | inconclusive | beyond reach (theory: holds | holds loosely | fails)

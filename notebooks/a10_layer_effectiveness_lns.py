@@ -110,7 +110,7 @@ def figure_scale(distances: np.ndarray) -> np.ndarray:
 
 layers, experiments = load_sizes(Path(analyses_root) / profile, analyses, VARIANTS)
 sizes = list(layers)
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
+print(cod.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## The runs and their per-run statistics

@@ -85,7 +85,7 @@ print(f"profile={profile}: {len(final)} runs, seeds {seeds}, {stats['layer'].max
       f"variance logged at {stats['step'].nunique()} steps")
 display(final[["variant", "seed", "status", "steps", "val_acc", "test_acc", "params", "wall_s"]]
         .sort_values(["variant", "seed"]))
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
+print(cod.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 5: top-1 accuracy, ours beside the paper's
@@ -104,7 +104,6 @@ table5 = pd.DataFrame({
     "val top-1 (ours)": [pct(by_seed(final, v, "val_acc")) for v in ROWS.values()],
     "top-1 (paper, ImageNet)": PAPER.values,
 }, index=list(ROWS))
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
 table5.to_csv(Path(figures_dir) / "table5.csv")
 display(table5)
 

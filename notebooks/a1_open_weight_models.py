@@ -365,7 +365,7 @@ plots.show(fig, figures_dir, "fig5_jacobians")
 # and its encoder two to four times deeper; magnitudes are not compared, only directions.
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %%
 def halves(values: np.ndarray, layers: np.ndarray, n_layers: int) -> tuple[pd.Series, pd.Series]:

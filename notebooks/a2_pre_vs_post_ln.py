@@ -85,7 +85,7 @@ from cod.verdicts import Claims, SizeClaims, compare
 
 VARIANTS = {"Post-LN": "post_ln", "Pre-LN": "pre_ln"}  # the paper's panel order: (a, c) Post-LN, (b, d) Pre-LN
 COLORS = {"Post-LN": "C3", "Pre-LN": "C0"}
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
+print(cod.verdicts.rule())  # the rule every claim below is judged by
 layers, experiments = load_sizes(Path(analyses_root) / profile, analyses, VARIANTS)
 sizes = list(layers)
 

@@ -111,7 +111,7 @@ from cod.theory import attention, bounds, claims, fits, jacobians, real_stack, r
 from cod.theory.stack import StackConfig, simulate
 from cod.verdicts import Claims, Verdict, beyond_reach, compare
 
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 torch.set_num_threads(torch_threads)
 out = Path(figures_dir)
 out.mkdir(parents=True, exist_ok=True)

@@ -97,7 +97,7 @@ warm, shallow, deep = first_after(warmup_fraction), first_blocks(shallow_layers)
 print(f"profile={profile}: {len(final)} runs, seeds {seeds}, {n_layers} layers, "
       f"variance logged at {len(steps)} steps up to {steps[-1]}; first logged step after warmup: {warm}")
 display(final[["variant", "seed", "status", "steps", "tokens", "val_ppl", "val_bbc_ppl", "tokens_per_s"]])
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
+print(cod.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## The verdict rule, fixed before the numbers

@@ -99,7 +99,7 @@ print(f"profile={profile}: {len(sweep)} runs at sizes {sizes}" + (f"; not traine
       + f"; failure line (unigram perplexity) {chance:.1f}")
 display(sweep[["size", "variant", "seed", "status", "diverged_at", "val_ppl", "failed", "tokens"]]
         .sort_values(["size", "variant", "seed"]))
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
+print(cod.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 1: validation perplexity, ours beside the paper's
@@ -109,7 +109,6 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is
 
 # %%
 table = ppl_table(sweep, ROWS, PAPER)
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
 table.to_csv(Path(figures_dir) / "table1.csv")
 display(table)
 

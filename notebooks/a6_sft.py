@@ -93,7 +93,7 @@ print(f"profile={profile}: {len(final)} fine-tuned runs ({final['status'].value_
       f"items per task: {scores.groupby('task')['n'].first().to_dict()}")
 display(final[["variant", "seed", "status", "steps", "tokens", "final_train_loss", "val_ppl", "wall_s"]]
         .sort_values(["variant", "seed"]))
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
+print(cod.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 2: zero-shot accuracy after fine-tuning, ours beside the paper's
@@ -124,7 +124,6 @@ n_items = scores.groupby("task")["n"].first()
 rows[("chance", "")] = [f"{chance[t]:.1f}" for t in TASKS.values()] + [f"{chance[list(TASKS.values())].mean():.1f}"]
 rows[("n", "")] = [str(n_items[t]) for t in TASKS.values()] + [str(int(n_items[list(TASKS.values())].sum()))]
 table2 = pd.DataFrame(rows, index=[*TASKS, "Avg"]).T
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
 table2.to_csv(Path(figures_dir) / "table2.csv")
 per_run.reset_index().to_csv(Path(figures_dir) / "accuracy_per_run.csv", index=False)
 display(table2)

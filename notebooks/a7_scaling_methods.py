@@ -86,7 +86,7 @@ print(f"profile={profile}: {len(sweep)} runs at sizes {sizes}; failure line (uni
 shown = sweep[sweep["variant"].isin([*ROWS.values(), "olmo_init"])]
 display(shown[["size", "variant", "seed", "status", "val_ppl", "final_train_loss", "failed"]]
         .sort_values(["size", "variant", "seed"]))
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
+print(cod.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 6: validation perplexity, ours beside the paper's
@@ -95,7 +95,6 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is
 
 # %%
 table = ppl_table(sweep, ROWS, PAPER)
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
 table.to_csv(Path(figures_dir) / "table6.csv")
 display(table)
 

@@ -76,7 +76,7 @@ runs_dir = Path(runs_root) / profile
 sweep, chance = load_variants(experiment, runs_dir, list(ROWS.values()))
 print(f"profile={profile}: {len(sweep)} runs; failure line (unigram perplexity) {chance:.1f}")
 display(sweep[["variant", "seed", "status", "val_ppl", "failed", "tokens"]].sort_values(["variant", "seed"]))
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is judged by
+print(cod.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 7: validation perplexity, ours beside the paper's
@@ -85,7 +85,6 @@ print(cod.verdicts.__doc__.split("\n\n", 1)[1])  # the rule every claim below is
 
 # %%
 table = ppl_table(sweep, ROWS, PAPER)
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
 table.to_csv(Path(figures_dir) / "table7.csv")
 display(table)
 

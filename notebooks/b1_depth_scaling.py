@@ -105,7 +105,7 @@ print(f"analysis settings ({settings_file}): {settings}")
 # The package's one rule, printed from `cod/verdicts.py`:
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %% [markdown]
 # Here "X rises / falls with depth" is `monotone` along the four depths (log values for the
@@ -165,7 +165,6 @@ table = table.sort_values(["paper_depth", "seed"]).reset_index(drop=True)
 display(table[["rung", "seed", "paper_depth", "layers", "causal", "permutation", "usefulness", "E", "W", "W_frac",
                "affine_rise", "jac_dev", "last_var", "last_var_train", "base_loss", "val_ppl"]].round(4))
 per_layer = ladder.layers  # a row per run and layer; `affine_rise`: the relative loss rise of usefulness
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
 per_layer.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
 cost.to_csv(Path(figures_dir) / "analysis_seconds.csv")
 

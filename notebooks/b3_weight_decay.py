@@ -91,7 +91,7 @@ display(ladder.runs[["rung", "seed", "status", "steps", "tokens", "val_ppl", "la
 # The package's one rule, printed from `cod/verdicts.py`:
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %% [markdown]
 # Here "X falls (rises) as lambda grows" is `monotone` along the paper's own lambda values on

@@ -97,7 +97,7 @@ print(f"attention evaluated at {settings['attention_lengths']} tokens, threshold
 # The package's one rule, printed from `cod/verdicts.py`:
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %% [markdown]
 # Here "X falls (rises) with the training length" is `monotone` along the six lengths. Attention

@@ -73,7 +73,7 @@ display(ladder.runs[["rung", "seed", "status", "steps", "tokens", "params", "val
 # The package's one rule, printed from `cod/verdicts.py`:
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %% [markdown]
 # Here "X falls (rises) as KV heads are shared" is `monotone` from MHA through GQA to MQA, beside

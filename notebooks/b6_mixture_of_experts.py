@@ -83,7 +83,7 @@ display(ladder.runs[["rung", "seed", "status", "params", "params_non_embedding",
 # The package's one rule, printed from `cod/verdicts.py`:
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %% [markdown]
 # Here each claim compares an MoE model with the dense model of its pair by `compare` (paired by

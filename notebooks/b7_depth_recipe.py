@@ -95,7 +95,7 @@ display(ladder.runs[["rung", "seed", "status", "params", "params_non_embedding",
 # The package's one rule, printed from `cod/verdicts.py`:
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %% [markdown]
 # Here each claim compares two rungs by `compare` over the paired seeds (the 16-layer model has

@@ -95,7 +95,7 @@ print(f"variances logged every {config['train']['stats_every']} steps on {config
 # The package's one rule, printed from `cod/verdicts.py`:
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %% [markdown]
 # Every claim here is about the layers of one model: each is judged by `one_sample` on one
@@ -160,7 +160,6 @@ growth = growth.reset_index()
 growth["depth"] = growth["variant"].map(depth_of)
 growth["mlp_over_attn"] = growth["G_mlp"] / growth["G_attn"]
 growth["mlp_over_attn_late"] = growth["Glate_mlp"] / growth["Glate_attn"]
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
 growth.to_csv(Path(figures_dir) / "growth_per_layer.csv", index=False)
 display(growth.groupby(["variant", "seed"])[["G_resid", "G_attn", "G_mlp", "Glate_resid", "Glate_attn", "Glate_mlp"]]
         .median().add_prefix("median ").round(2))

@@ -74,7 +74,6 @@ from cod import plots, scoreboard
 from cod.analysis import load_analyses, load_layers
 from cod.verdicts import Claims, Verdict, monotone, one_sample, usefulness_at_floor
 
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
 open_dir = Path(analyses_root) / profile / "open_weights"
 found = {m: open_dir / m for m in models if (open_dir / m / "layers.json").exists()}
 for m in set(models) - set(found):
@@ -241,7 +240,7 @@ plots.show(fig, figures_dir, "attention_sparsity")
 # The package's one rule, printed from `cod/verdicts.py`:
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %% [markdown]
 # Here the **models are the units** in place of seeds. Paper B never measured these public

@@ -48,7 +48,7 @@ from cod import plots, scoreboard, verdicts
 from cod.registry import headline_claims, load_registry
 from cod.results import save_claims
 
-print(verdicts.__doc__.split("\n\n", 1)[1].split("\n\nEvery verdict")[0])
+print(verdicts.rule(ledger=False))
 
 table = scoreboard.collect(figures_root, profile)
 out = Path(figures_dir)

@@ -135,7 +135,6 @@ for variant, run in final.iterrows():
 candidates = pd.DataFrame(rows).T.sort_values("core_hours")
 for column in ("real_lm", "grows_with_depth", "grows_in_training", "deep_less_effective", "meets"):
     candidates[column] = candidates[column].astype(bool)
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
 candidates.to_csv(Path(figures_dir) / "candidates.csv")
 display(candidates.round(3))
 

@@ -75,7 +75,7 @@ display(counts.rename_axis(index="blocks", columns="runs (seeds)"))
 # ## The verdict rule, fixed before the numbers
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %% [markdown]
 # ## The map

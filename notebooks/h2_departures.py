@@ -68,13 +68,12 @@ from cod.recipes import (RecipeTest, Recipe, CommittedRuns, deep_after_warmup, d
 from cod.verdicts import Claims
 
 source = CommittedRuns(runs_root, analyses_root, profile)
-Path(figures_dir).mkdir(parents=True, exist_ok=True)
 
 # %% [markdown]
 # ## The verdict rule, fixed before the numbers
 
 # %%
-print(cod.verdicts.__doc__.split("\n\n", 1)[1])
+print(cod.verdicts.rule())
 
 # %% [markdown]
 # ## The recipes and the statistics

@@ -221,10 +221,11 @@ def test_papermills_injected_cell_is_read_from_the_kernels_history():
 def test_without_figures_dir_a_notebook_writes_to_a_folder_of_its_own(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     folder = kernel.start(A4, "default", None)
-    assert folder == str(tmp_path / "cod" / "default" / A4)
+    assert folder == str(tmp_path / "cod" / "default" / A4) and Path(folder).is_dir()
     assert not kernel.committed(folder, A4, "default")
     assert kernel.committed(f"figures/default/{A4}", A4, "default")
-    assert kernel.start(A4, "default", "/somewhere") == "/somewhere"
+    given = tmp_path / "given" / "a4"
+    assert kernel.start(A4, "default", str(given)) == str(given) and given.is_dir()  # made if missing
 
 
 # the notebook papermill runs below: a few seconds of cells, and only committed files to read (no

@@ -696,3 +696,12 @@ def test_usefulness_at_floor_names_the_fit_it_measured():
     v = usefulness_at_floor({"dense": 0.05}, tau=0.1)
     assert "under the paper's written fit" in v.why and "registry definition 'usefulness'" in v.why
     assert "under the authors' fit" in usefulness_at_floor({"dense": 0.05}, tau=0.1, fit="under the authors' fit").why
+
+
+def test_the_rule_notebooks_print_is_the_modules_docstring_less_its_first_line():
+    import cod.verdicts
+
+    text = cod.verdicts.rule()
+    assert text.startswith("The rule, stated in every notebook") and cod.verdicts.__doc__.endswith(text)
+    short = cod.verdicts.rule(ledger=False)
+    assert text.startswith(short) and "Every verdict" in text and "Every verdict" not in short
