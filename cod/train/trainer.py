@@ -13,7 +13,8 @@ Files in --out (small, human-readable):
     config.json     every setting of the run
     history.jsonl   one row per logged step: loss, lr, grad norm, tokens/s (a mixture of
                     experts adds its auxiliary losses and expert loads); rows with
-                    per-layer variances every train.stats_every steps
+                    per-layer variances every train.stats_every steps (float32, written in
+                    float32's shortest digits: cod.results.history_line / read_history)
     final.json      status (completed | diverged | stopped), final losses, perplexities, speed
 Files in --weights (large, DVC-cached):
     ckpt.pt         model + optimiser + step + wall time, written every train.ckpt_every
