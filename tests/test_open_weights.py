@@ -1,5 +1,6 @@
-"""Paper B's scores of open-weight decoders (`python -m cod.analysis open_weights MODEL`), end to end on a
-tiny model standing in for the pretrained one, and the settings' checks."""
+"""Paper B's scores of open-weight decoders (`python -m cod.analysis open_weights MODEL`) and paper A's depth
+measures of open-weight decoders and encoders (`python -m cod.analysis open_weight_depth`, which a1 reads), end
+to end on tiny models standing in for the pretrained ones, and the settings' checks."""
 
 import json
 import re
@@ -8,11 +9,17 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from transformers import BertConfig, BertModel
 
 import cod.analysis
 import cod.eval.pretrained
-from cod.analysis import load_layers, open_weight_settings, open_weight_windows
+from cod.adapters import as_layer_model
+from cod.analysis import encoder_windows, load_layers, load_open_depth, open_weight_settings, open_weight_windows
 from cod.config import ConfigError, ModelConfig
+from cod.metrics.angular import angular_distance, angular_distances
+from cod.metrics.jacobian import identity_deviation, token_jacobians
+from cod.metrics.pruning import layer_removal
+from cod.metrics.stream import residual_stream
 from cod.model import Transformer
 
 SETTINGS = dict(models=["tiny"], seq_len=8, eval_tokens=32, permutation_tokens=16, permutation_pairs=4,
@@ -107,7 +114,7 @@ def test_params_yaml_settings_are_complete():
         assert all(cod.eval.pretrained.PRETRAINED[m].kind == "decoder" for m in spec["models"])
 
 
-# ------------------------------------------------------------ paper A's depth measures (python -m cod.analysis open_weight_depth)
+# ---------------------------------------------- paper A's depth measures (python -m cod.analysis open_weight_depth)
 
 DEPTH = dict(models=["tiny", "tiny-encoder"], seq_len=8, text_tokens=40, groups=2, arc_limit=2, arc_layers=None,
              jacobian_sequences=3, jacobian_seq_len=6, jacobian_blocks=2, threads=1)
@@ -127,17 +134,15 @@ def depth_models(repo, monkeypatch):
     """A 3-block decoder (our Transformer) and a 2-block BERT encoder standing in for the pretrained
     models, registered as `tiny` and `tiny-encoder`; every zero-shot call recorded (with its block order)
     instead of scored."""
-    from transformers import BertConfig, BertModel
-
-    from cod.adapters import as_layer_model
-
     torch.manual_seed(0)
     decoder = Transformer(ModelConfig(vocab_size=27, d_model=16, n_layers=3, n_heads=2, max_seq_len=16)).eval()
-    encoder = as_layer_model(BertModel(BertConfig(vocab_size=29, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-                                                  intermediate_size=32, max_position_embeddings=16)).eval())
+    bert = BertConfig(vocab_size=29, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                      max_position_embeddings=16)
+    encoder = as_layer_model(BertModel(bert).eval())  # eval: no dropout
     models = {"tiny": (decoder, CharTokenizer()), "tiny-encoder": (encoder, EncoderTokenizer())}
-    monkeypatch.setattr(cod.analysis, "PRETRAINED", {"tiny": cod.eval.pretrained.Pretrained((), "", "", "decoder"),
-                                                     "tiny-encoder": cod.eval.pretrained.Pretrained((), "", "", "encoder")})
+    kinds = {name: cod.eval.pretrained.Pretrained((), "", "", kind) for name, kind in (("tiny", "decoder"),
+                                                                                      ("tiny-encoder", "encoder"))}
+    monkeypatch.setattr(cod.analysis, "PRETRAINED", kinds)
     monkeypatch.setattr(cod.analysis, "load_layered", lambda name: models[name])
     orders = []
 
@@ -152,12 +157,6 @@ def depth_models(repo, monkeypatch):
 def test_the_depth_analysis_stores_what_the_measures_give_directly(repo, depth_models):
     """Every stored number equals the metrics computed directly on the same windows, as the a1
     notebook computed them before the stage did (read back exactly: full precision)."""
-    from cod.analysis import encoder_windows, load_open_depth
-    from cod.metrics.angular import angular_distance, angular_distances
-    from cod.metrics.jacobian import identity_deviation, token_jacobians
-    from cod.metrics.pruning import layer_removal
-    from cod.metrics.stream import residual_stream
-
     models, orders = depth_models
     (repo / "analyses" / "smoke" / "open_weight_depth" / "gone").mkdir(parents=True)  # a model no longer listed
     cod.analysis.analyse_open_depth({"profile": "smoke", "open_weight_depth": DEPTH})
@@ -217,7 +216,8 @@ def test_the_depth_analysis_stores_what_the_measures_give_directly(repo, depth_m
     ({"seq_len": 2}, "open_weight_depth.seq_len=2 is not allowed; allowed: an integer from 3 up"),
     ({"groups": True}, "open_weight_depth.groups=True is not allowed; allowed: an integer from 1 up"),
     ({"arc_layers": [0, -1]}, "open_weight_depth.arc_layers=[0, -1] is not allowed; allowed: null"),
-    ({"jacobian_seq_len": 9}, "open_weight_depth.jacobian_seq_len=9 is not allowed; allowed: an integer from 1 to seq_len"),
+    ({"jacobian_seq_len": 9}, "open_weight_depth.jacobian_seq_len=9 is not allowed; allowed: an integer from 1 to "
+                              "seq_len"),
     ({"jacobian_sequences": 6}, "open_weight_depth.jacobian_sequences=6 is not allowed; allowed: an integer from 1 to "
                                 "the number of windows"),
     ({"tau": 0.1}, "open_weight_depth: unknown ['tau'], missing []; allowed: models, seq_len"),
