@@ -37,7 +37,7 @@ $(VENV)/.installed: pyproject.toml requirements-offline.txt jupyter/overrides.d/
 # `dvc repro` of one profile's stages: the default profile's (make repro) or the headline profile's
 # (make repro-headline, many more core-hours: `make plan` prices both); the curves and docs stages read
 # both profiles' committed files, so they run alone (--single-item) and never train the other profile
-DEFAULT_STAGES := prepare failure_lines 'train@*' 'finetune@*' 'analyse@*' 'analyse_open@*' 'a[0-9]*' 'b[0-9]*' claims
+DEFAULT_STAGES := prepare failure_lines 'train@*' 'finetune@*' 'analyse@*' 'analyse_open@*' analyse_open_weight_depth 'a[0-9]*' 'b[0-9]*' claims
 HEADLINE_STAGES := prepare 'train_headline@*' 'analyse_headline@*' 'h[0-9]*' 'headline_*'
 repro: install
 	$(BIN)/python -m cod.data.snapshot

@@ -3,6 +3,7 @@
     python -m cod.analysis b_depth               # what DVC's analyse@b_depth stage runs
     python -m cod.analysis b_depth --device cpu  # the models on the CPU (default: cuda when available)
     python -m cod.analysis open_weights gemma3-270m   # an open-weight decoder (analyse_open@gemma3-270m)
+    python -m cod.analysis open_weight_depth     # paper A's depth measures of the open-weight models (a1)
 
 `params.yaml` declares each analysis under `analyses:` (the experiment whose runs it measures
 and the metrics' settings). For every run of that experiment it writes, to
@@ -19,6 +20,14 @@ The open-weight decoders of `cod.eval.pretrained` are measured alike (`open_weig
 params.yaml) on held-out BBC news text, into analyses/<profile>/open_weights/<model>/layers.json,
 without the Jacobian matrices (tens of MB at their widths; their distances from I are kept).
 
+Paper A's depth measures of the open-weight decoders and encoders (`open_weight_depth:` in
+params.yaml; `cod.metrics.depth`: removal cost and angular distances on groups of windows of BBC
+news, the dominant dimensions, per-token Jacobians of spaced blocks, ARC-Easy with blocks removed
+from the first decoder), which notebook a1 judges and draws, go to
+analyses/<profile>/open_weight_depth/<model>/: depth.json (every number), corners.npz (the
+top-left corners of the token-mean J - I of the blocks a figure shows, float32: only drawn), with
+settings.json beside them.
+
 `load_layers` rebuilds the `LayerAnalysis` of a run, so a notebook uses the same objects
 whether it computed them or read them; `load_sizes` and `norm_tables` read a few norms' runs at
 several model sizes into per-run and per-layer tables (notebooks a2 and a10).
@@ -29,6 +38,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import sys
 import time
 import typing
@@ -43,8 +53,9 @@ from cod.config import ConfigError
 from cod.data.corpus import read_source
 from cod.eval import LanguageModel, evaluate, load_tokenizer
 from cod.eval.lm import TextEncoder
-from cod.eval.pretrained import load_layered
+from cod.eval.pretrained import PRETRAINED, load_layered
 from cod.metrics.attention import AttentionStats, attention_at_lengths
+from cod.metrics.depth import DepthMeasures, measure_depth
 from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
 from cod.params import PROFILES, ROOT, load_params, pick, resolve_runs
 from cod.paths import analysis_dir, split_run_name
@@ -223,6 +234,163 @@ def analyse_open(name: str, params: dict[str, Any], device: str = "cpu", progres
           + ", ".join(f"{k} {v:.0f}s" for k, v in layers.seconds.items()), flush=True)
 
 
+OPEN_DEPTH = "open_weight_depth"  # paper A's depth measures of open-weight models: params.yaml section, folder, command
+OPEN_DEPTH_SETTINGS = {  # open_weight_depth: in params.yaml, each setting and what it may be
+    "models": "a list of distinct names of cod.eval.pretrained.PRETRAINED",
+    "seq_len": "an integer from 3 up (an encoder's window is [CLS], at least one token, [SEP])",
+    "text_tokens": "an integer from 1 up",
+    "groups": "an integer from 1 up",
+    "arc_limit": "an integer from 0 up (0 skips ARC-Easy)",
+    "arc_layers": "null (the first, middle and last block) or a list of block indices from 0 up",
+    "jacobian_sequences": "an integer from 1 to the number of windows, max(groups, text_tokens // seq_len)",
+    "jacobian_seq_len": "an integer from 1 to seq_len",
+    "jacobian_blocks": "an integer from 1 up",
+    "threads": "an integer from 1 up",
+}
+ZERO_SHOT_TASK = "arc_easy"  # scored with blocks removed from the first decoder (the paper's MMLU: chance at 135M)
+DOMINANT_SEQUENCES = 2  # windows of a decoder whose dominant dimensions are measured (`cod.metrics.depth`)
+
+
+def _is_integer(value: Any, low: int, high: int | None = None) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low and (high is None or value <= high)
+
+
+def open_depth_settings(params: dict[str, Any]) -> dict[str, Any]:
+    """`open_weight_depth:` of params.yaml under the active profile, checked before any model loads:
+    every key known, none missing, each value allowed (else one line naming the setting and what it
+    may be). Whether arc_layers fit the decoder's depth is known once it is loaded."""
+    spec = dict(params.get(OPEN_DEPTH) or {})
+    spec.update(spec.pop("profiles", {}).get(params["profile"], {}))
+    unknown, missing = set(spec) - set(OPEN_DEPTH_SETTINGS), set(OPEN_DEPTH_SETTINGS) - set(spec)
+    if unknown or missing:
+        raise ConfigError(f"{OPEN_DEPTH}: unknown {sorted(unknown)}, missing {sorted(missing)}; "
+                          f"allowed: {', '.join(OPEN_DEPTH_SETTINGS)}")
+
+    def refuse(key: str) -> ConfigError:
+        allowed = OPEN_DEPTH_SETTINGS[key] + (f" ({', '.join(PRETRAINED)})" if key == "models" else "")
+        return ConfigError(f"{OPEN_DEPTH}.{key}={spec[key]!r} is not allowed; allowed: {allowed}")
+
+    models = spec["models"]
+    if (not isinstance(models, list) or not models or not all(isinstance(m, str) for m in models)
+            or len(set(models)) < len(models) or any(m not in PRETRAINED for m in models)):
+        raise refuse("models")
+    for key, low in (("seq_len", 3), ("text_tokens", 1), ("groups", 1), ("arc_limit", 0), ("jacobian_blocks", 1),
+                     ("threads", 1)):
+        if not _is_integer(spec[key], low):
+            raise refuse(key)
+    layers = spec["arc_layers"]
+    if layers is not None and not (isinstance(layers, list) and layers and all(_is_integer(b, 0) for b in layers)):
+        raise refuse("arc_layers")
+    if not _is_integer(spec["jacobian_sequences"], 1, max(spec["groups"], spec["text_tokens"] // spec["seq_len"])):
+        raise refuse("jacobian_sequences")
+    if not _is_integer(spec["jacobian_seq_len"], 1, spec["seq_len"]):
+        raise refuse("jacobian_seq_len")
+    return spec
+
+
+def encoder_windows(tokenizer, n: int, length: int) -> torch.Tensor:
+    """(n, length) windows `[CLS] ... [SEP]` of BBC news (`data/raw/bbc.jsonl`) for an encoder: the
+    articles' tokens one after another, without separators, cut into n bodies of length - 2."""
+    ids: list[int] = []
+    for record in read_source(ROOT / "data" / "raw", "bbc"):
+        ids += tokenizer(record["text"], add_special_tokens=False, verbose=False)["input_ids"]
+        if len(ids) >= n * (length - 2):
+            break
+    if len(ids) < n * (length - 2):
+        raise ValueError(f"BBC news holds {len(ids)} tokens, fewer than the {n * (length - 2)} asked for")
+    body = torch.tensor(ids[: n * (length - 2)]).view(n, length - 2)
+    cls, sep = torch.full((n, 1), tokenizer.cls_token_id), torch.full((n, 1), tokenizer.sep_token_id)
+    return torch.cat([cls, body, sep], dim=1)
+
+
+def depth_windows(kind: str, tokenizer, seq_len: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(idx, targets), each (n, seq_len): a decoder's consecutive windows of BBC news and their next
+    tokens (`open_weight_windows`, b9's; Gemma's start with BOS), or an encoder's `encoder_windows`
+    and, as its targets, the same ids (`cod.adapters.HFEncoder` measures the drop against the intact
+    model's embedding of them)."""
+    if kind == "decoder":
+        (windows,) = open_weight_windows(tokenizer, seq_len, [n])
+        return windows[:, :-1], windows[:, 1:]
+    idx = encoder_windows(tokenizer, n, seq_len)
+    return idx, idx
+
+
+def removal_zero_shot(model, tokenizer, blocks: list[int], limit: int,
+                      progress: bool | None = None) -> list[dict[str, Any]]:
+    """ZERO_SHOT_TASK of a decoder intact (removed 'none') and with each of `blocks` (0-based) removed,
+    a row each: {'removed', 'task', 'acc', 'acc_norm', 'chance', 'n'} on its first `limit` items."""
+    n = len(model.blocks)
+
+    def score(order: list[int] | None) -> dict[str, Any]:
+        return evaluate(LanguageModel(model, tokenizer, order=order), ZERO_SHOT_TASK, limit=limit, progress=progress)
+
+    return [{"removed": "none", **score(None)}] + [
+        {"removed": block, **score([k for k in range(n) if k != block])} for block in blocks]
+
+
+@dataclasses.dataclass
+class OpenModelDepth:
+    """Paper A's depth measures of one open-weight model (analyses/<profile>/open_weight_depth/<model>/)."""
+
+    kind: str  # "decoder" or "encoder" (cod.eval.pretrained.PRETRAINED)
+    label: str  # "Pre-LN decoder", "sandwich-norm decoder" (Gemma-3's branch outputs normalised too), "Post-LN encoder"
+    architecture: str  # the class that runs it: Transformer (converted exactly), or HF's modules behind an adapter
+    parameters: int
+    layers: int  # L, its blocks
+    tokens: int  # of the windows that removal and angular distance read
+    load_seconds: float
+    measures: DepthMeasures
+    zero_shot: list[dict] | None  # `removal_zero_shot` of the first decoder (with arc_limit > 0); None for the others
+
+
+def analyse_open_depth(params: dict[str, Any], device: str = "cpu", progress: bool | None = None) -> None:
+    """Paper A's depth measures (`cod.metrics.depth.measure_depth`) of each model of open_weight_depth.models,
+    one at a time, and ARC-Easy with blocks removed from the first decoder; written to
+    analyses/<profile>/open_weight_depth/<model>/ (`save_open_depth`), settings.json beside them.
+    `progress`: bars of the long loops on stderr (see cod.progress)."""
+    spec = open_depth_settings(params)
+    torch.set_num_threads(spec["threads"])
+    torch.manual_seed(0)  # no measure draws from it: the Jacobians' tokens have a generator of their own
+    seq = spec["seq_len"]
+    n_windows = max(spec["groups"], spec["text_tokens"] // seq)
+    decoders = [name for name in spec["models"] if PRETRAINED[name].kind == "decoder"]
+    scored = decoders[0] if spec["arc_limit"] and decoders else None  # the decoder ARC-Easy scores
+    root = analysis_dir(params["profile"], OPEN_DEPTH, ROOT)
+    root.mkdir(parents=True, exist_ok=True)
+    for folder in root.iterdir():  # models measured under earlier settings
+        if folder.is_dir() and folder.name not in spec["models"]:
+            shutil.rmtree(folder)
+    (root / "settings.json").write_text(json.dumps({**spec, "device": device}, indent=1) + "\n")
+    for name in spec["models"]:
+        start = time.perf_counter()
+        model, tokenizer = load_layered(name)  # our Transformer where it converts exactly, else HF's modules
+        model = model.to(device)
+        load_seconds = time.perf_counter() - start
+        kind, n_layers = PRETRAINED[name].kind, len(model.blocks)
+        zero_shot_blocks = spec["arc_layers"] or [0, n_layers // 2, n_layers - 1]
+        if name == scored and max(zero_shot_blocks) >= n_layers:
+            raise ConfigError(f"{OPEN_DEPTH}.arc_layers={spec['arc_layers']!r} is not allowed: {name} has {n_layers} "
+                              f"blocks; allowed: block indices from 0 to {n_layers - 1}")
+        idx, targets = depth_windows(kind, tokenizer, seq, n_windows)
+        jacobian_idx = idx[:spec["jacobian_sequences"], :spec["jacobian_seq_len"]]
+        if kind == "encoder":  # keep the [SEP] token at the end
+            jacobian_idx = torch.cat([jacobian_idx[:, :-1], idx[:spec["jacobian_sequences"], -1:]], dim=1)
+        measures = measure_depth(model, idx, targets, spec["groups"], jacobian_idx, spec["jacobian_blocks"],
+                                 DOMINANT_SEQUENCES if kind == "decoder" else 0, progress)
+        start = time.perf_counter()
+        zero_shot = (removal_zero_shot(model, tokenizer, zero_shot_blocks, spec["arc_limit"], progress)
+                     if name == scored else None)
+        if zero_shot is not None:
+            measures.seconds["zero_shot"] = time.perf_counter() - start
+        sandwich = hasattr(model.blocks[0], "post_feedforward_layernorm")  # Gemma-3 normalises branch outputs too
+        label = "Post-LN encoder" if kind == "encoder" else "sandwich-norm decoder" if sandwich else "Pre-LN decoder"
+        save_open_depth(OpenModelDepth(kind, label, type(model).__name__, sum(p.numel() for p in model.parameters()),
+                                       n_layers, idx.numel(), load_seconds, measures, zero_shot), root / name)
+        print(f"[analyse {OPEN_DEPTH}] {name} on {device}: {n_layers} layers, loaded in {load_seconds:.0f}s, "
+              + ", ".join(f"{k} {v:.0f}s" for k, v in measures.seconds.items()), flush=True)
+        del model
+
+
 # ----------------------------------------------------------------------------- storage
 
 
@@ -282,6 +450,8 @@ def _rebuild(kind: Any, value: Any) -> Any:
     """Turn the JSON form of a field back into its declared type (dataclasses, arrays)."""
     if value is None:
         return None
+    if typing.get_origin(kind) is list and dataclasses.is_dataclass(typing.get_args(kind)[0]):  # a list of records
+        return [_rebuild(typing.get_args(kind)[0], item) for item in value]
     options = [a for a in typing.get_args(kind) if a is not type(None)] or [kind]
     kind = options[0]
     if dataclasses.is_dataclass(kind):
@@ -300,6 +470,28 @@ def load_layers(folder: str | Path) -> LayerAnalysis:
     matrices = folder / "jacobians.npz"
     record["jacobians"]["mean"] = np.load(matrices)["mean"].astype(np.float32) if matrices.exists() else None
     return _rebuild(LayerAnalysis, record)
+
+
+def save_open_depth(record: OpenModelDepth, folder: Path) -> None:
+    """depth.json (every number but the Jacobians' corners, at full precision) and corners.npz (the
+    corners, float32: they are only drawn)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    plain = _plain(record)
+    plain["measures"]["jacobians"].pop("corner")
+    (folder / "depth.json").write_text(json.dumps(plain) + "\n")
+    np.savez_compressed(folder / "corners.npz", corner=record.measures.jacobians.corner.astype(np.float32))
+
+
+def load_open_depth(folder: str | Path) -> dict[str, OpenModelDepth]:
+    """{model: OpenModelDepth} written by `analyse_open_depth` to `folder`
+    (analyses/<profile>/open_weight_depth), in the order of its settings' models; the corners as float64."""
+    folder = Path(folder)
+    found = {}
+    for name in stored_settings(folder)["models"]:
+        found[name] = _rebuild(OpenModelDepth, json.loads(analysis_file(folder / name / "depth.json").read_text()))
+        corner = np.load(analysis_file(folder / name / "corners.npz"))["corner"]
+        found[name].measures.jacobians.corner = corner.astype(np.float64)
+    return found
 
 
 def load_analyses(folder: str | Path, variants: typing.Iterable[str]) -> dict[tuple[str, int], LayerAnalysis]:
@@ -434,7 +626,7 @@ def zero_shot_table(folder: str | Path):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("analysis", help="analysis name from params.yaml (analyses:), or open_weights")
+    parser.add_argument("analysis", help=f"analysis name from params.yaml (analyses:), open_weights or {OPEN_DEPTH}")
     parser.add_argument("model", nargs="?", help="with open_weights: the decoder (one of open_weights.models)")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
     parser.add_argument("--device", choices=DEVICES, help="where the models run (default: cuda when available)")
@@ -453,6 +645,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.model is None:
             parser.error(f"open_weights needs a model; allowed: {', '.join(open_weight_settings(params)['models'])}")
         analyse_open(args.model, params, device, args.progress)
+    elif args.analysis == OPEN_DEPTH:
+        if args.model is not None or args.runs is not None:
+            parser.error(f"{OPEN_DEPTH} takes no model and no --runs: it measures every model of {OPEN_DEPTH}.models")
+        analyse_open_depth(params, device, args.progress)
     else:
         analyse(args.analysis, params, device, args.progress, args.runs)
     return 0

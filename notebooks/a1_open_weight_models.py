@@ -35,10 +35,13 @@
 #   width 384) and **all-mpnet-base-v2** (MPNet, 12 layers, width 768), both fine-tuned for
 #   sentence embeddings, far shallower than BERT-Large.
 #
-# **Measures.** Text: BBC news articles from the offline corpus (`data/raw/bbc.jsonl`, the
-# most web-like source, never trained on by our models) in place of C4, cut into windows of
-# `seq_len` tokens, in `groups` disjoint groups of windows. Layer-removal drop (`cod.metrics.
-# pruning`): for the decoder the rise in next-token loss (nats) on these tokens, plus zero-shot
+# **Measures**, computed by the `analyse_open_weight_depth` stage (`python -m cod.analysis
+# open_weight_depth`: `cod.metrics.depth`, settings in `params.yaml`, `open_weight_depth:`), which
+# writes them to `analyses/<profile>/open_weight_depth/`; this notebook reads them. Text: BBC
+# news articles from the offline corpus (`data/raw/bbc.jsonl`, the most web-like source, never
+# trained on by our models) in place of C4, cut into windows of `seq_len` tokens, in `groups`
+# disjoint groups of windows. Layer-removal drop (`cod.metrics.pruning`): for the decoder the
+# rise in next-token loss (nats) on these tokens, plus zero-shot
 # ARC-Easy accuracy (`cod.eval`, lm-evaluation-harness scoring) for a few removed layers on a
 # small item subset, in place of MMLU, on which a 135M model sits near chance; for the
 # encoder, which has no SQuAD or masked-LM head, the **representation drop** 1 - cos between
@@ -53,20 +56,9 @@
 # `b9_open_weight_scores`.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper; params.yaml's notebooks.a1_open_weight_models.profiles sets the counts
+profile = "default"  # smoke | default | paper: which analyses to read (params.yaml's open_weight_depth: their sizes)
+analyses_root = "analyses"  # <analyses_root>/<profile>/open_weight_depth/, the analyse_open_weight_depth stage's
 figures_dir = None  # default: figures/<profile>/a1_open_weight_models
-# names in cod.eval.pretrained.PRETRAINED; all five take about 35 minutes on this 2-core CPU, Qwen2.5-Coder-0.5B
-# half of it (a 24 x 896 stack, a 152K vocabulary, 896 backward passes per Jacobian)
-models = ["smollm2-135m", "qwen2.5-coder-0.5b", "gemma3-270m", "all-minilm-l6-v2", "all-mpnet-base-v2"]
-seq_len = 128  # tokens per window
-text_tokens = 512  # BBC tokens per model for removal and angular distance
-groups = 4  # disjoint groups of windows the verdicts are checked on
-arc_limit = 50  # ARC-Easy items for the accuracy drop of the decoder; 0 skips it
-arc_layers = None  # removed blocks of the first decoder scored on ARC-Easy, 0-based (default: first, middle, last)
-jacobian_sequences = 4  # sequences per block Jacobian, one token sampled in each
-jacobian_seq_len = 16  # tokens per Jacobian sequence
-jacobian_blocks = 8  # evenly spaced blocks whose Jacobian is computed, first and last included
-threads = 1  # torch threads: one is fastest on the shared 2-core CPU (two collapse under load)
 
 # %%
 from cod import kernel
@@ -74,74 +66,40 @@ from cod import kernel
 figures_dir = kernel.start("a1_open_weight_models", profile, figures_dir)  # unset: a folder of its own
 
 # %%
-import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 from IPython.display import Markdown, display
 
 import cod.verdicts
 from cod import plots
-from cod.analysis import open_weight_windows
-from cod.data.corpus import read_source
-from cod.eval.lm import LanguageModel
-from cod.eval.pretrained import PRETRAINED, load_layered
-from cod.eval.zeroshot import evaluate
-from cod.metrics.angular import angular_distance, angular_distances, by_offset
-from cod.metrics.jacobian import token_jacobians
-from cod.metrics.pruning import layer_removal
-from cod.metrics.stream import residual_stream
+from cod.analysis import OPEN_DEPTH, load_open_depth, stored_settings
+from cod.metrics.angular import by_offset
+from cod.metrics.depth import shown_blocks
 from cod.verdicts import INCONCLUSIVE, Claims, Verdict
 
-torch.manual_seed(0)
-torch.set_num_threads(threads)
-texts = [r["text"] for r in read_source(Path("data/raw"), "bbc")]
-print(f"profile={profile}: {text_tokens} tokens in {groups} groups of windows of {seq_len}; "
-      f"ARC-Easy limit {arc_limit}; Jacobians of {jacobian_blocks} blocks on {jacobian_sequences} tokens")
+analysis = Path(analyses_root) / profile / OPEN_DEPTH
+settings = stored_settings(analysis)
+loaded = load_open_depth(analysis)  # {model: cod.analysis.OpenModelDepth}, in the stage's order
+models = list(loaded)
+print(f"profile={profile}: {settings['text_tokens']} tokens in {settings['groups']} groups of windows of "
+      f"{settings['seq_len']}; ARC-Easy limit {settings['arc_limit']}; Jacobians of {settings['jacobian_blocks']} "
+      f"blocks on {settings['jacobian_sequences']} tokens ({analysis}, measured on {settings['device']})")
 
 # %% [markdown]
-# ## Load the models and cut the text into windows
+# ## The models and their windows
 # A decoder reads a stream of articles, each after its document separator (end-of-text, or BOS
 # where there is none), cut into consecutive windows; Gemma-3, which expects BOS at the start of
 # every input, gets it at the start of every window (`cod.analysis.open_weight_windows`, shared with
-# `b9`). An encoder reads `[CLS] ... [SEP]` windows of the same text.
+# `b9`). An encoder reads `[CLS] ... [SEP]` windows of the same text (`cod.analysis.encoder_windows`).
+# Times are the stage's, on the machine that measured.
 
 # %%
-n_windows = max(groups, text_tokens // seq_len)
-
-
-def encoder_windows(tokenizer, n: int, length: int) -> torch.Tensor:
-    ids: list[int] = []
-    for text in texts:
-        ids += tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
-        if len(ids) >= n * (length - 2):
-            break
-    body = torch.tensor(ids[: n * (length - 2)]).view(n, length - 2)
-    cls, sep = torch.full((n, 1), tokenizer.cls_token_id), torch.full((n, 1), tokenizer.sep_token_id)
-    return torch.cat([cls, body, sep], dim=1)
-
-
-loaded = {}
-for name in models:
-    start = time.time()
-    model, tokenizer = load_layered(name)  # our Transformer where it converts exactly, else HF's modules
-    kind = PRETRAINED[name].kind
-    if kind == "decoder":
-        (windows,) = open_weight_windows(tokenizer, seq_len, [n_windows])  # b9's windows; Gemma's start with BOS
-        idx, targets = windows[:, :-1], windows[:, 1:]
-    else:
-        idx = encoder_windows(tokenizer, n_windows, seq_len)
-        targets = idx  # HFEncoder: the drop is measured against the intact model's embedding of idx
-    sandwich = hasattr(model.blocks[0], "post_feedforward_layernorm")  # Gemma-3 normalises branch outputs too
-    label = "Post-LN encoder" if kind == "encoder" else "sandwich-norm decoder" if sandwich else "Pre-LN decoder"
-    loaded[name] = dict(kind=kind, model=model, tokenizer=tokenizer, idx=idx, targets=targets,
-                        n_layers=len(model.blocks), label=label)
-    print(f"{name}: {kind} ({type(model).__name__}), {len(model.blocks)} blocks, "
-          f"{sum(p.numel() for p in model.parameters()) / 1e6:.0f}M "
-          f"parameters, {idx.numel()} tokens, loaded in {time.time() - start:.0f} s")
+for name, m in loaded.items():
+    print(f"{name}: {m.kind} ({m.architecture}), {m.layers} blocks, {m.parameters / 1e6:.0f}M parameters, "
+          f"{m.tokens} tokens, loaded in {m.load_seconds:.0f} s")
 
 # %% [markdown]
 # ## Fig. 2 (top): the cost of removing one layer
@@ -150,35 +108,22 @@ for name in models:
 # On the first decoder, black squares: its ARC-Easy accuracy drop (right axis).
 
 # %%
-removal, distances, seconds = {}, {}, {}
+removal = {name: m.measures.removal for name, m in loaded.items()}  # a cod.metrics.pruning.LayerRemoval per group
 for name, m in loaded.items():
-    start = time.time()
-    removal[name], distances[name] = [], []
-    for part in np.array_split(np.arange(len(m["idx"])), groups):
-        stream = residual_stream(m["model"], m["idx"][part], m["targets"][part])
-        removal[name].append(layer_removal(m["model"], stream))
-        distances[name].append(angular_distances(stream))
-    seconds[name] = time.time() - start
-    print(f"{name}: removal and distances in {seconds[name]:.0f} s; intact loss per group "
+    print(f"{name}: removal and distances in {m.measures.seconds['removal']:.0f} s; intact loss per group "
           f"{[round(r.base_loss, 4) for r in removal[name]]}")
 
 # %%
 arc = None
-decoders = [n for n in loaded if loaded[n]["kind"] == "decoder"]
-if arc_limit and decoders:
+decoders = [n for n in loaded if loaded[n].kind == "decoder"]
+arc_limit = settings["arc_limit"]
+if decoders and loaded[decoders[0]].zero_shot is not None:
     name = decoders[0]
-    m = loaded[name]
-    layers = arc_layers or [0, m["n_layers"] // 2, m["n_layers"] - 1]
-    start = time.time()
-    score = lambda order: evaluate(LanguageModel(m["model"], m["tokenizer"], order=order),  # noqa: E731
-                                   "arc_easy", limit=arc_limit)
-    full = score(None)
-    rows = [{"removed": "none", **full}] + [
-        {"removed": blk, **score([k for k in range(m["n_layers"]) if k != blk])} for blk in layers]
-    arc = pd.DataFrame(rows)
+    full = loaded[name].zero_shot[0]  # removed: none; then each block of the stage's arc_layers
+    arc = pd.DataFrame(loaded[name].zero_shot)
     arc["drop_acc"] = full["acc"] - arc["acc"]
     arc["drop_acc_norm"] = full["acc_norm"] - arc["acc_norm"]
-    print(f"ARC-Easy on {name} in {time.time() - start:.0f} s")
+    print(f"ARC-Easy on {name} in {loaded[name].measures.seconds['zero_shot']:.0f} s")
     display(arc)
 
 # %%
@@ -188,12 +133,12 @@ LINESTYLES = {"decoder": "-", "encoder": "--"}
 fig, axes = plt.subplots(1, len(loaded), figsize=(4.8 * len(loaded), 3.8))
 for ax, (name, m) in zip(np.atleast_1d(axes), loaded.items()):
     table = pd.DataFrame(np.stack([r.loss_increase for r in removal[name]], axis=1))
-    layers = np.arange(1, m["n_layers"] + 1)
-    plots.seed_band(ax, layers, table, COLORS[name], linestyle=LINESTYLES[m["kind"]], marker="o", markersize=3)
+    layers = np.arange(1, m.layers + 1)
+    plots.seed_band(ax, layers, table, COLORS[name], linestyle=LINESTYLES[m.kind], marker="o", markersize=3)
     ax.set_yscale("log")
     ax.set_xlabel("removed layer")
-    ax.set_ylabel(MEASURE[m["kind"]])
-    ax.set_title(f"{name}\n({m['label']})")
+    ax.set_ylabel(MEASURE[m.kind])
+    ax.set_title(f"{name}\n({m.label})")
     if arc is not None and name == decoders[0]:
         twin = ax.twinx()
         kept = arc[arc["removed"] != "none"]
@@ -213,20 +158,20 @@ plots.show(fig, figures_dir, "fig2_layer_removal")
 fig = plt.figure(figsize=(4 * (len(loaded) + 1.5), 4))
 left, right = fig.subfigures(1, 2, width_ratios=[len(loaded), 1.5])
 grid_axes = left.subplots(1, len(loaded))
-grids = [by_offset(np.mean(distances[name], axis=0)) for name in loaded]
+grids = [by_offset(m.measures.angular) for m in loaded.values()]  # angular: the mean over groups
 plots.heatmaps(left, grid_axes, grids, "angular distance $d(x^l, x^{l+n})$", cmap="viridis_r", origin="lower",
                aspect="auto")
 for ax, (name, m) in zip(np.atleast_1d(grid_axes), loaded.items()):
-    ticks = list(range(1, m["n_layers"] + 1)) if m["n_layers"] <= 12 else [1, *range(5, m["n_layers"] + 1, 5)]
+    ticks = list(range(1, m.layers + 1)) if m.layers <= 12 else [1, *range(5, m.layers + 1, 5)]
     ax.set_xticks([t - 1 for t in ticks], ticks)
     ax.set_yticks([t - 1 for t in ticks], ticks)
     ax.set(xlabel="layer $l$", ylabel="offset $n$", title=name)
-adjacent = {name: np.stack([np.diag(d, 1) for d in distances[name]], axis=1) for name in loaded}
+adjacent = {name: m.measures.adjacent for name, m in loaded.items()}  # (L, groups)
 ax = right.subplots()
 for name, table in adjacent.items():
     depth = np.arange(1, len(table) + 1) / len(table)
-    plots.seed_band(ax, depth, pd.DataFrame(table), COLORS[name], label=f"{name} ({loaded[name]['label']})",
-                    linestyle=LINESTYLES[loaded[name]["kind"]], marker="o", markersize=3)
+    plots.seed_band(ax, depth, pd.DataFrame(table), COLORS[name], label=f"{name} ({loaded[name].label})",
+                    linestyle=LINESTYLES[loaded[name].kind], marker="o", markersize=3)
 ax.axhline(0.2, color="grey", linestyle=":", linewidth=1, label="0.2 (paper's mark)")
 ax.set(xlabel="relative depth $l / L$", ylabel="$d(x^l, x^{l+1})$", title="adjacent layers")
 ax.legend()
@@ -241,18 +186,14 @@ plots.show(fig, figures_dir, "fig2_angular_distance")
 # %%
 top3 = {}
 for name in decoders:
-    h = residual_stream(loaded[name]["model"], loaded[name]["idx"][:2]).h
-    top = h[len(h) // 3].pow(2).mean((0, 1)).topk(3).indices
-    rest = torch.ones(h[0].shape[-1], dtype=torch.bool)
-    rest[top] = False
-    pairs = list(zip(h[:-1], h[1:]))
+    dominant = loaded[name].measures.dominant  # cod.metrics.depth.DominantDimensions
     table = pd.DataFrame({
-        "share of |x|^2 in top-3 dims": [(x[..., top].pow(2).sum(-1) / x.pow(2).sum(-1)).mean().item() for x in h[:-1]],
-        "adjacent distance": [angular_distance(a, b).mean().item() for a, b in pairs],
-        "without the top-3 dims": [angular_distance(a[..., rest], b[..., rest]).mean().item() for a, b in pairs],
-    }, index=pd.Index(range(1, len(h)), name="layer"))
+        "share of |x|^2 in top-3 dims": dominant.share,
+        "adjacent distance": dominant.adjacent,
+        "without the top-3 dims": dominant.without,
+    }, index=pd.Index(range(1, loaded[name].layers + 1), name="layer"))
     top3[name] = table
-    print(f"{name}: top-3 dimensions {top.tolist()}")
+    print(f"{name}: top-3 dimensions {dominant.dims}")
     display(table.round(3).T)
 
 # %% [markdown]
@@ -267,44 +208,15 @@ for name in decoders:
 # (mean over tokens, min..max band) and the diagonal share.
 
 # %%
-jacobians = {}
-for name, m in loaded.items():
-    start = time.time()
-    idx = m["idx"][:jacobian_sequences, :jacobian_seq_len]
-    if m["kind"] == "encoder":  # keep the [SEP] token at the end
-        idx = torch.cat([idx[:, :-1], m["idx"][:jacobian_sequences, -1:]], dim=1)
-    stream = residual_stream(m["model"], idx)
-    positions = torch.randint(jacobian_seq_len, (len(idx),), generator=torch.Generator().manual_seed(0))
-    blocks = sorted({int(b) for b in np.linspace(0, m["n_layers"] - 1, min(jacobian_blocks, m["n_layers"])).round()})
-    # per block: (B, D, D)
-    per_token = {blk: token_jacobians(m["model"], blk, stream.h[blk], positions).double() for blk in blocks}
-    jacobians[name] = per_token
-    print(f"{name}: Jacobians of blocks {[blk + 1 for blk in blocks]} in {time.time() - start:.0f} s")
-
-
-def diagonal_share(j: torch.Tensor) -> torch.Tensor:
-    """Share of the squared Frobenius norm on the diagonal, per matrix (..., D, D) -> (...)."""
-    return j.diagonal(dim1=-2, dim2=-1).pow(2).sum(-1) / j.pow(2).sum((-2, -1))
-
-
-def token_deviation(j: torch.Tensor) -> torch.Tensor:
-    """||J - I||_F / d per matrix (..., D, D) -> (...)."""
-    d = j.shape[-1]
-    return torch.linalg.matrix_norm(j - torch.eye(d, dtype=j.dtype)) / d
-
-
-jac_rows = []
-for name, per_token in jacobians.items():
-    for blk, j in per_token.items():
-        mean = j.mean(0)
-        d = mean.shape[0]
-        jac_rows.append({"model": name, "layer": blk + 1, "depth": (blk + 1) / loaded[name]["n_layers"],
-                         "diag_share_mean_J": diagonal_share(mean).item(),
-                         "diag_share_per_token": diagonal_share(j).mean().item(),
-                         "deviation_from_I": (torch.linalg.matrix_norm(mean - torch.eye(d)) / d).item(),
-                         "deviation_per_token": token_deviation(j).mean().item(),
-                         "mean_abs_diag": mean.diagonal().abs().mean().item(),
-                         "mean_abs_offdiag": ((mean.abs().sum() - mean.diagonal().abs().sum()) / (d * d - d)).item()})
+jacobians = {name: m.measures.jacobians for name, m in loaded.items()}  # cod.metrics.depth.SampledJacobians
+for name, j in jacobians.items():
+    print(f"{name}: Jacobians of blocks {[blk + 1 for blk in j.blocks]} in "
+          f"{loaded[name].measures.seconds['jacobians']:.0f} s")
+STATISTICS = ["diag_share_mean_J", "diag_share_per_token", "deviation_from_I", "deviation_per_token", "mean_abs_diag",
+              "mean_abs_offdiag"]
+jac_rows = [{"model": name, "layer": blk + 1, "depth": (blk + 1) / loaded[name].layers,
+             **{key: getattr(j, key)[k] for key in STATISTICS}}
+            for name, j in jacobians.items() for k, blk in enumerate(j.blocks)]
 jac_table = pd.DataFrame(jac_rows)
 display(jac_table.round(4))
 
@@ -312,12 +224,9 @@ display(jac_table.round(4))
 fig = plt.figure(figsize=(19, 4 * len(jacobians)))
 first_fig, later_fig, right = fig.subfigures(1, 3, width_ratios=[1.25, 2.3, 1.5])
 panels = {"first": [], "later": []}
-for name, per_token in jacobians.items():
-    shown = [min(per_token), sorted(per_token)[len(per_token) // 2], max(per_token)]
-    for k, blk in enumerate(shown):
-        mean = per_token[blk].mean(0)
-        corner = (mean - torch.eye(mean.shape[0], dtype=mean.dtype))[:48, :48].numpy()
-        panels["first" if k == 0 else "later"].append((corner, f"{name}: block {blk + 1}"))
+for name, j in jacobians.items():
+    for k, blk in enumerate(shown_blocks(j.blocks)):  # the first, middle and last of the blocks measured
+        panels["first" if k == 0 else "later"].append((j.corner_of(blk), f"{name}: block {blk + 1}"))
 # the first blocks on one scale, the middle and deep blocks of every model on another
 for sub, key, n_cols in ((first_fig, "first", 1), (later_fig, "later", 2)):
     axes = sub.subplots(len(jacobians), n_cols, squeeze=False)
@@ -327,10 +236,9 @@ for sub, key, n_cols in ((first_fig, "first", 1), (later_fig, "later", 2)):
         ax.set_title(title)
         ax.set_xticks([]), ax.set_yticks([])
 line_axes = right.subplots(len(jacobians), 1, squeeze=False)[:, 0]
-for ax, (name, per_token) in zip(line_axes, jacobians.items()):
-    blocks = sorted(per_token)
-    table = pd.DataFrame(np.stack([token_deviation(per_token[blk]).numpy() for blk in blocks]))  # (blocks, tokens)
-    plots.seed_band(ax, np.array(blocks) + 1, table, "C2", marker="^", markersize=3,
+for ax, (name, j) in zip(line_axes, jacobians.items()):
+    table = pd.DataFrame(j.deviation)  # (blocks, tokens)
+    plots.seed_band(ax, np.array(j.blocks) + 1, table, "C2", marker="^", markersize=3,
                     label=plots.JACOBIAN_DEVIATION + f" ({table.shape[1]} tokens)")
     ax.set(yscale="log", xlabel="layer", ylabel=plots.JACOBIAN_DEVIATION, title=name)
     twin = ax.twinx()
@@ -377,14 +285,13 @@ def halves(values: np.ndarray, layers: np.ndarray, n_layers: int) -> tuple[pd.Se
 
 measures, rows = {}, []
 for name, m in loaded.items():
-    L = m["n_layers"]
+    L = m.layers
     layers = np.arange(1, L + 1)
-    jac_layers = np.array(sorted(blk + 1 for blk in jacobians[name]))
+    jac_layers = np.array(jacobians[name].blocks) + 1
     values = {
         "removal drop": (np.stack([r.loss_increase for r in removal[name]], axis=1), layers),  # (L, groups)
         "adjacent distance": (adjacent[name], layers),  # (L, groups)
-        "Jacobian deviation": (np.stack([token_deviation(jacobians[name][blk - 1]).numpy() for blk in jac_layers]),
-                               jac_layers),  # (blocks, tokens)
+        "Jacobian deviation": (jacobians[name].deviation, jac_layers),  # (blocks, tokens)
     }
     measures[name] = {key: halves(v, at, L) for key, (v, at) in values.items()}
     for key, (first, second) in measures[name].items():
@@ -397,7 +304,7 @@ halves_table = pd.DataFrame(rows)
 display(halves_table.round(4))
 per_layer = {name: pd.DataFrame({"removal drop": np.mean([r.loss_increase for r in removal[name]], axis=0),
                                  "adjacent distance": adjacent[name].mean(1)},
-                                index=pd.Index(np.arange(1, m["n_layers"] + 1), name="layer"))
+                                index=pd.Index(np.arange(1, m.layers + 1), name="layer"))
              for name, m in loaded.items()}
 spearman = {}
 for name, table in per_layer.items():
@@ -426,22 +333,22 @@ def judged(stats: dict, key: str, second_higher: bool, extra: str = "") -> Verdi
 ledger = Claims("A", profile)
 for name, m in loaded.items():
     g = measures[name]
-    if m["kind"] == "decoder":
-        ours = "(ours) " if m["label"] == "sandwich-norm decoder" else ""  # Gemma-3: sandwich norms, not Pre-LN
+    if m.kind == "decoder":
+        ours = "(ours) " if m.label == "sandwich-norm decoder" else ""  # Gemma-3: sandwich norms, not Pre-LN
         arc_text = "" if arc is None or name != decoders[0] else f"; ARC-Easy acc drop (n={arc_limit}) " + ", ".join(
             f"layer {int(r.removed) + 1}: {100 * r.drop_acc:+.0f} pts"
             for r in arc[arc["removed"] != "none"].itertuples())
         ledger.add(f"a1-preln-removal:{name}", "Fig. 2 top / section 2.1",
-                   f"{ours}{m['label']} ({name}): removing a deep layer costs less than removing an early one",
+                   f"{ours}{m.label} ({name}): removing a deep layer costs less than removing an early one",
                    "Qwen3-8B, LLaMA2-13B, DeepSeek-7B: layers past ~18 removable at minimal MMLU cost",
                    judged(g, "removal drop", False, arc_text))
         ledger.add(f"a1-preln-angular:{name}", "Fig. 2 bottom / section 2.1",
-                   f"{ours}{m['label']} ({name}): adjacent-layer angular distance falls with depth",
+                   f"{ours}{m.label} ({name}): adjacent-layer angular distance falls with depth",
                    "DeepSeek-7B < 0.2 after layer 18; ~half of Qwen3-8B's layers < 0.2",
                    judged(g, "adjacent distance", False,
                           f"; layers below 0.2: {(per_layer[name]['adjacent distance'] < 0.2).mean():.2f}"))
         ledger.add(f"a1-preln-jacobian:{name}", "Fig. 5 / section 3",
-                   f"{ours}{m['label']} ({name}): deep blocks' Jacobians are closer to the identity than "
+                   f"{ours}{m.label} ({name}): deep blocks' Jacobians are closer to the identity than "
                    "shallow blocks'",
                    "LLaMA2-7B: deep blocks' Jacobians diagonal, near identity",
                    judged(g, "Jacobian deviation", False))
@@ -481,10 +388,10 @@ def half_text(name: str, key: str) -> str:
 
 
 for name, m in loaded.items():
-    L, removal_l, adj = m["n_layers"], per_layer[name]["removal drop"], per_layer[name]["adjacent distance"]
+    L, removal_l, adj = m.layers, per_layer[name]["removal drop"], per_layer[name]["adjacent distance"]
     jt = jac_table[jac_table["model"] == name].set_index("layer")
     inner = jt.loc[(jt.index > 1) & (jt.index < L)]
-    if m["kind"] == "decoder":
+    if m.kind == "decoder":
         middle = removal_l.loc[4:L - 2]
         arc_text = ""
         if arc is not None and name == decoders[0]:
@@ -495,7 +402,7 @@ for name, m in loaded.items():
                                     for r in kept.itertuples()) + ".")
         share = top3[name]["share of |x|^2 in top-3 dims"] if name in top3 else None
         text.append(
-            f"**{m['label'][0].upper() + m['label'][1:]} ({name}).** Removing one of the first three blocks costs "
+            f"**{m.label[0].upper() + m.label[1:]} ({name}).** Removing one of the first three blocks costs "
             f"{', '.join(f'+{x:.1f}' for x in removal_l.iloc[:3])} nats of next-token loss, while the blocks from 4 "
             f"to {L - 2} cost {middle.median():.2f} nats in the median (range {middle.min():.2f}-{middle.max():.2f}, "
             f"the largest at block {middle.idxmax()}), and the last two +{removal_l.iloc[-2]:.1f} and "
@@ -507,7 +414,7 @@ for name, m in loaded.items():
             + ("" if share is None else
                f" Between the inputs of blocks 3 and {L - 5}, "
                f"{share.loc[3:L - 5].min():.0%}-{share.loc[3:L - 5].max():.0%} of each token's squared norm sits in "
-               f"three of {next(iter(jacobians[name].values())).shape[-1]} dimensions ({share.iloc[-1]:.2f} at the "
+               f"three of {m.measures.width} dimensions ({share.iloc[-1]:.2f} at the "
                "last block)."))
         text.append(
             "Per-token Jacobians: block 1 is far from the identity (||J - I||_F / d "
@@ -518,7 +425,7 @@ for name, m in loaded.items():
             f"{half_text(name, 'Jacobian deviation')}.")
     else:
         text.append(
-            f"**{m['label'][0].upper() + m['label'][1:]} ({name}).** Removing block {removal_l.idxmax()} moves the "
+            f"**{m.label[0].upper() + m.label[1:]} ({name}).** Removing block {removal_l.idxmax()} moves the "
             f"sentence embedding most (1 - cos = {removal_l.max():.2f}), against "
             f"{removal_l.min():.2f}-{removal_l.drop(removal_l.idxmax()).max():.2f} for the others (block 1: "
             f"{removal_l.iloc[0]:.2f}); {half_text(name, 'removal drop')}. "

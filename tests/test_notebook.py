@@ -77,7 +77,7 @@ def test_a_profiles_overrides_are_passed_under_that_profile_only():
     assert smoke["var_layers"] == 8 and smoke["input_stds"] == [1.0, 10.0] and declared["var_layers"] == 96
     assert default == {"profile": "default"}
     assert checked(name, {"profile": "smoke", "var_layers": 5})["var_layers"] == 5
-    assert checked("a1_open_weight_models", {"profile": "paper"})["arc_limit"] == 570
+    assert checked(name, {"profile": "paper"})["var_layers"] == 128
     assert checked("h0_pilot", {})["profile"] == "headline"  # its entry names its own profile
 
 

@@ -15,4 +15,5 @@ One module per measurement, each written against the layered-model protocol of
     attention      attention sparsity and entropy (B eq. 15-16, 21-23)
     kurtosis       per-dimension and per-layer kurtosis (B eq. 19-20)
     effectiveness  all of the above on one model, timed
+    depth          paper A's measures by depth on one model, over groups of windows (A Fig. 2, 5), timed
 """

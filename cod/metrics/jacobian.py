@@ -77,3 +77,14 @@ def block_jacobians(model: LayeredModel, stream: Stream, seed: int = 0, progress
     means = [token_jacobians(model, l, stream.h[l], positions).double().mean(0).cpu() for l in blocks]
     deviation = np.array([(m - torch.eye(d, dtype=m.dtype, device="cpu")).norm().item() / d for m in means])
     return BlockJacobians(torch.stack(means).float().numpy(), deviation)
+
+
+def diagonal_share(j: torch.Tensor) -> torch.Tensor:
+    """Share of the squared Frobenius norm on the diagonal, per matrix: (..., D, D) -> (...)."""
+    return j.diagonal(dim1=-2, dim2=-1).pow(2).sum(-1) / j.pow(2).sum((-2, -1))
+
+
+def identity_deviation(j: torch.Tensor) -> torch.Tensor:
+    """||J - I||_F / d per matrix: (..., D, D) -> (...)."""
+    d = j.shape[-1]
+    return torch.linalg.matrix_norm(j - torch.eye(d, dtype=j.dtype, device=j.device)) / d
