@@ -61,7 +61,8 @@ def test_nothing_points_outside_the_repository():
 
 def test_every_relative_link_of_the_docs_resolves():
     for page in [ROOT / "README.md", *ROOT.glob("docs/*.md")]:
-        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+        text = page.read_text()  # inline links, and reference links' definitions ("[name]: target")
+        for target in [*re.findall(r"\]\(([^)\s]+)\)", text), *re.findall(r"^\[[^\]]+\]:\s*(\S+)", text, re.M)]:
             if target.startswith(("http://", "https://", "#", "mailto:")):
                 continue
             path = (page.parent / target.split("#")[0]).resolve()
@@ -75,7 +76,7 @@ def test_a_departure_test_reads_in_its_claims_units_beside_cods_and_the_papers()
     away = docs.pd.Series(row)
     assert docs.moved(away) == ("perplexity, LNS / Pre-LN 1.14 [1.13, 1.15] (n=3) with it, 0.987 [0.98, 0.995] (n=5) "
                                 "under cod's recipe, the paper's 0.964: **away from it**")
-    assert docs._moved_short(away) == "Table 1: LNS beats Pre-LN (130M) 1.14 [1.13, 1.15] (cod 0.987, paper 0.964) **away**"
+    assert docs._moved_short(away) == "Table 1: LNS beats Pre-LN (130M) 1.14 (cod 0.987, paper 0.964) **away**"
     direction = docs.pd.Series({**row, "paper": "a direction", "moved toward the paper": "reproduced"})
     assert docs.moved(direction).endswith("the paper states the direction only: **toward the paper**")
     assert docs._moved_short(direction).endswith("(cod 0.987) **toward**")

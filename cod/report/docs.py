@@ -357,38 +357,47 @@ def answer(root: Path = ROOT) -> str:
             said = "; ".join(_short(row) for row in found) or "not judged at this profile"
             lines.append(f"- *{question.text}* {said}.")
         lines.append("")
+    notebooks = sorted({*judged.get("notebook", ()), "h2_departures"})
     tests = departure_tests(root)
     tests = tests[tests["moved toward the paper"] != "not run"] if len(tests) else tests
     if len(tests):
         lines += ["**Does the authors' released recipe move our effects toward the papers'?** (readings of ours, "
-                  "[`h2_departures`](notebooks/executed/headline/h2_departures.ipynb), paired by seed: the statistic "
-                  "with the departure, cod's and the paper's beside it)", ""]
+                  "[`h2_departures`][h2], paired by seed: the statistic "
+                  "with the departure, cod's and the paper's beside it; intervals in the report)", ""]
         for departure, group in tests.groupby("departure", sort=False):
             said = "; ".join(_moved_short(row) for _, row in group.iterrows())
             lines.append(f"- *{departure}*: {said}.")
         lines.append("")
+    used = [name for name in notebooks if f"][{_label(name)}]" in "\n".join(lines)]
+    lines += [f"[{_label(name)}]: notebooks/executed/headline/{name}.ipynb" for name in used]  # each target once
     return "\n".join(lines).strip() + "\n"
 
 
+def _label(notebook: str) -> str:
+    """A notebook's reference-link label in the README's answer: its item, 'a5' of 'a5_norm_comparison'."""
+    return notebook.split("_")[0]
+
+
 def _moved_short(row: pd.Series) -> str:
-    """'Table 1: LNS beats Pre-LN (130M) 1.14 [1.13, 1.15] (cod 0.987, paper 0.964) **away**' (a row of
-    `departure_tests`; the statistic is the one `moved` names, the seeds are in the notebook)."""
-    value, cod = (re.sub(r" \(n=\d+\)", "", row[key]) for key in ("released", "cod"))
+    """'Table 1: LNS beats Pre-LN (130M) 1.14 (cod 0.987, paper 0.964) **away**' (a row of `departure_tests`;
+    the statistic is the one `moved` names; its interval, seeds and the move are in the report and notebook)."""
+    value, cod = (row[key].split(" [")[0] for key in ("released", "cod"))
     paper = "" if _paper_value(row) is None else f", paper {_paper_value(row):.3g}"
     verdict = row["moved toward the paper"]
     word = MOVED.get(verdict, verdict).split()[0]  # toward, away, or the verdict itself
-    return f"{row['claim']} {value} (cod {cod.split(' [')[0]}{paper}) **{word}**"
+    return f"{row['claim']} {value} (cod {cod}{paper}) **{word}**"
 
 
 def _short(row: pd.Series) -> str:
-    """'`id` **verdict**: [ratio 0.987 [0.98, 0.995]](executed notebook) vs the paper's 0.964'."""
-    target = f"notebooks/executed/headline/{row['notebook']}.ipynb"
+    """'`id` **verdict**: [ratio 0.987 [0.98, 0.995]][notebook] vs the paper's 0.964', a reference link to the
+    executed notebook (`answer` defines each once)."""
+    target = _label(row["notebook"])
     if row.get("effect") is None or pd.isna(row.get("effect")):
-        return f"`{row.name}` [**{row['verdict']}**]({target})"
+        return f"`{row.name}` [**{row['verdict']}**][{target}]"
     shown = f"{row['scale']} {row['effect']:.3g} [{row['ci_low']:.3g}, {row['ci_high']:.3g}]"
     paper = row.get("paper_effect")
     versus = "" if paper is None or pd.isna(paper) else f" vs the paper's {paper:.3g}"
-    return f"`{row.name}` **{row['verdict']}**: [{shown}]({target}){versus}"
+    return f"`{row.name}` **{row['verdict']}**: [{shown}][{target}]{versus}"
 
 
 PAGES = {"docs/report.md": report, "docs/results.md": results_page, "docs/measurements.md": measurements_page,
