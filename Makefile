@@ -5,11 +5,11 @@
 #   make repro-headline  as make repro, for the headline profile's stages (many more core-hours)
 # and, on a fresh clone (no weights), without training:
 #   make notebooks  re-execute every notebook from the committed runs and analyses
-#   make plan       every run of the profile: done, weights missing, to train, and the estimated cost
+#   make plan       every run of params.yaml's profile (PROFILE=headline: that one's): done, weights missing, to train, its cost
 #   make test-floor the Hugging Face tests against the oldest transformers pyproject.toml allows
 #   make html       HTML copies of the executed notebooks (not committed), beside them
 #   make site       the results site (not committed): open site/index.html in a browser
-# and on a lent GPU, whose machine has no package registry (README, "The paper profile on GPUs"):
+# and on a lent GPU, whose machine has no package registry (docs/hardware.md, "A lent GPU"):
 #   make gpu-lease DRY=--dry     here: check, price and pack the lease's one call, run it at tiny shapes on the CPU
 #   make gpu-lease EXPORT=$OUT   there: the one call (MODE=check, bench or science: one mode)
 #   make gpu-import DIR=...      here: what came back from $OUT, under runs/gpu/
@@ -35,7 +35,7 @@ $(VENV)/.installed: pyproject.toml requirements-offline.txt jupyter/overrides.d/
 	touch $@
 
 # `dvc repro` of one profile's stages: the default profile's (make repro) or the headline profile's
-# (make repro-headline, many more core-hours: `make plan` prices both); the curves and docs stages read
+# (make repro-headline, many more core-hours: `make plan PROFILE=headline` prices it); the curves and docs stages read
 # both profiles' committed files, so they run alone (--single-item) and never train the other profile
 DEFAULT_STAGES := prepare failure_lines 'train@*' 'finetune@*' 'analyse@*' 'analyse_open@*' analyse_open_weight_depth 'a[0-9]*' 'b[0-9]*' claims
 HEADLINE_STAGES := prepare 'train_headline@*' 'analyse_headline@*' 'h[0-9]*' 'headline_*'
@@ -60,7 +60,7 @@ notebooks: install
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m cod.pipeline docs
 
 plan: install
-	$(BIN)/python -m cod.pipeline.experiments plan --runs all
+	$(BIN)/python -m cod.pipeline.experiments plan --runs all $(if $(PROFILE),--profile $(PROFILE))
 
 # one pytest-xdist worker a core; a test file stays on one worker, so its module fixtures are made once;
 # files start in the order tests/conftest.py gives them (the longest first), not reordered by their test counts

@@ -366,7 +366,7 @@ class TrainConfig(_Section):
 @dataclass
 class VisionConfig(_Section):
     """A Vision Transformer classifying images instead of the language model (paper A section 5.6,
-    `cod.vision`); it needs model.causal=false, model.rope=false and data.seq_len = its tokens per
+    `cod.model.vision`); it needs model.causal=false, model.rope=false and data.seq_len = its tokens per
     image. data.batch_size counts images."""
 
     section = "vision"

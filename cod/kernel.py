@@ -142,9 +142,10 @@ def committed(figures_dir: str | Path, name: str, profile: str) -> bool:
 
 def start(name: str, profile: str, figures_dir: str | None) -> str:
     """Check papermill's parameters (`check_injected`) and return the folder notebook NAME writes
-    to, made if missing: `figures_dir`, else tmp/cod/<profile>/NAME under the system's temporary folder."""
+    to, made if missing: `figures_dir`, else cod-figures/<profile>/NAME under the system's temporary
+    folder (a name Python cannot import, so a Python started there still finds the package)."""
     check_injected(name)
-    folder = Path(figures_dir) if figures_dir else Path(tempfile.gettempdir()) / "cod" / profile / name
+    folder = Path(figures_dir) if figures_dir else Path(tempfile.gettempdir()) / "cod-figures" / profile / name
     if not figures_dir:
         print(f"figures_dir not given: figures, tables and claims go to {folder}, not to the committed "
               f"{stage_folder(name, profile).relative_to(ROOT)} (pass figures_dir to write there)")

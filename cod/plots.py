@@ -222,7 +222,7 @@ def rung_scores(ax, values: pd.DataFrame, paper: pd.Series | None = None, label:
 
 
 def rung_matrices(ladder, tau: float):
-    """Paper B Figs. 20-29 for a ladder (`cod.ladder.Ladder`): per rung (a column), the causal
+    """Paper B Figs. 20-29 for a ladder (`cod.claims.ladder.Ladder`): per rung (a column), the causal
     matrix c(s, l) and the permutation matrix P(i, j) averaged over seeds, each row on one
     colour scale, and each layer's relative loss rise under its affine replacement (mean over
     seeds, min..max band; dashed: tau). Returns the figure."""
@@ -289,7 +289,7 @@ def usefulness_curves(curve: pd.DataFrame, tau: float, matched: float | None = N
 
 
 def ladder_variance(ladder, title: str):
-    """Two panels of a ladder (`cod.ladder.Ladder`): the last layer's output variance during
+    """Two panels of a ladder (`cod.claims.ladder.Ladder`): the last layer's output variance during
     training and every layer's at the end, mean over seeds with min..max bands, on log axes."""
     colors = dict(zip(ladder.labels, plt.cm.viridis(np.linspace(0, 0.9, len(ladder.labels)))))
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))

@@ -40,7 +40,7 @@
 # attention at 128 costs ~40% of a step at these widths and no claim of paper A concerns length.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which pilot runs to read
+profile = "default"  # smoke | default | headline | paper: which pilot runs to read
 experiment = "a0_miniature"  # runs/<profile>/<experiment>/<variant>_s<seed>/
 runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a0_miniature
@@ -63,12 +63,16 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-from cod import curves, plots, scoreboard
+from cod import plots
+
+from cod.runs import curves
+
+from cod.claims import scoreboard
 from cod.config import ImageSet, run_config
-from cod.params import all_runs, load_params, resolve_runs
-from cod.plan import plan
+from cod.runs.params import all_runs, load_params, resolve_runs
+from cod.runs.plan import plan
 from cod.model import Transformer
-from cod.results import load_final, load_history, save_claims, spread
+from cod.records.results import load_final, load_history, save_claims, spread
 
 params = load_params()
 params["profile"] = profile

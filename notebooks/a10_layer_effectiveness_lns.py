@@ -27,7 +27,7 @@
 # tokens, 17); the 250M shape likewise at 24 layers, width 24 and 1.72M tokens (the paper's
 # Fig. 7 is 130M only). The runs are the `a_130m` and `a_250m` experiments (shared with
 # Tables 1, 6-8 and Fig. 4), three seeds each. The layer scores come from the
-# `analyse@a_130m` and `analyse@a_250m` stages (`cod/analysis.py`, settings printed below): one
+# `analyse@a_130m` and `analyse@a_250m` stages (`cod/runs/analysis.py`, settings printed below): one
 # residual-stream pass over `eval_tokens` held-out validation tokens in windows of the
 # training length. Angular distance: arccos(cos) / pi between the residual stream entering
 # block l and the one entering block l + 1 (the last block's output after the last), averaged
@@ -55,7 +55,7 @@
 # differences. Claims on one norm use `one_sample`: the slope against 0 (claim 4), the share
 # against one half (claim 5). No further noise floor: every run is scored on the same held-out
 # tokens. The paper shows Fig. 7 for 130M only, so the 250M claims are ours. Every claim is
-# judged by the one rule of the package (`cod/verdicts.py`), printed below. Claims, per size:
+# judged by the one rule of the package (`cod/claims/verdicts.py`), printed below. Claims, per size:
 # 1. the pruning drop is more uniform across layers under LNS (lower coefficient of variation);
 # 2. the deep-half pruning drop is larger under LNS than under Pre-LN;
 # 3. the deep-half adjacent angular distance (raw arccos/pi) is higher under LNS than under Pre-LN;
@@ -66,7 +66,7 @@
 # Every curve is the mean over seeds, the band their min..max.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained and analysed
+profile = "default"  # smoke | default | headline | paper: which runs were trained and analysed
 analyses = ["a_130m", "a_250m"]  # analyses/<profile>/<name>/<variant>_s<seed>/layers.json, one per model size
 analyses_root = "analyses"
 runs_root = "runs"
@@ -89,13 +89,13 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.analysis import load_sizes, norm_tables, size_label
-from cod.compare import load_size_sweep
+from cod.runs.analysis import load_sizes, norm_tables, size_label
+from cod.claims.tables import load_size_sweep
 from cod.metrics.angular import adjacent_distances
-from cod.results import spread
-from cod.verdicts import Claims, SizeClaims, compare, one_sample
+from cod.records.results import spread
+from cod.claims.verdicts import Claims, SizeClaims, compare, one_sample
 
 VARIANTS = {"Pre-LN": "pre_ln", "LNS": "lns"}
 COLORS = {"Pre-LN": "C0", "LNS": "C2"}
@@ -110,13 +110,13 @@ def figure_scale(distances: np.ndarray) -> np.ndarray:
 
 layers, experiments = load_sizes(Path(analyses_root) / profile, analyses, VARIANTS)
 sizes = list(layers)
-print(cod.verdicts.rule())  # the rule every claim below is judged by
+print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## The runs and their per-run statistics
 # Validation perplexity from training (`final.json`), the intact loss on the analysis's
 # held-out tokens, whether the run failed (diverged, or no better than a unigram model:
-# `cod.compare`), and the statistics the claims are judged on.
+# `cod.claims.tables`), and the statistics the claims are judged on.
 
 # %%
 def measure(a, deep_share: float = deep_share):
@@ -309,6 +309,6 @@ display(Markdown("\n\n".join(paragraphs)))
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

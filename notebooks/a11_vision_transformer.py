@@ -20,7 +20,7 @@
 # LNS the output variance of deep blocks grows past about 3,000 by 30K steps; with LNS after
 # Attn/MLP it stays below about 150.
 #
-# **What is shrunk here.** A ViT built from the language model's own blocks (`cod.vision`:
+# **What is shrunk here.** A ViT built from the language model's own blocks (`cod.model.vision`:
 # patch embedding, class token, learned positions, bidirectional attention without rotary
 # embeddings, RMSNorm, SwiGLU, no LayerScale) on **Fashion-MNIST** (70,000 grey 28×28 images
 # of 10 clothing classes, MIT licence, from the Debian package `dataset-fashion-mnist`; no
@@ -40,11 +40,11 @@
 # variance claims use the last block's output variance at the end of training (a ratio, lower
 # is better), and "grows with depth and training" is, per seed, the smaller of log(last block /
 # first block) and log(last block at the end / at step 0), both at the end of training, against
-# 0 (`one_sample`). Every claim is judged by the one rule of the package (`cod/verdicts.py`),
+# 0 (`one_sample`). Every claim is judged by the one rule of the package (`cod/claims/verdicts.py`),
 # printed below.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 experiment = "a11_vit"  # runs/<profile>/<experiment>/
 runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a11_vision_transformer
@@ -64,12 +64,12 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.compare import by_seed
+from cod.claims.tables import by_seed
 from cod.config import IMAGE_SHAPES, ImageSet
-from cod.results import load_final, load_history, load_layer_stats
-from cod.verdicts import Claims, accuracy_at_chance, accuracy_floor, best_of, compare, one_sample
+from cod.records.results import load_final, load_history, load_layer_stats
+from cod.claims.verdicts import Claims, accuracy_at_chance, accuracy_floor, best_of, compare, one_sample
 
 ROWS = {"none": "none", "LNS after LN": "lns_after_norm", "LNS after Attn/MLP": "lns_after_branch"}
 PAPER = pd.Series([67.91, 66.43, 68.75], index=list(ROWS))  # paper A, Table 5 (ImageNet-1K top-1)
@@ -85,7 +85,7 @@ print(f"profile={profile}: {len(final)} runs, seeds {seeds}, {stats['layer'].max
       f"variance logged at {stats['step'].nunique()} steps")
 display(final[["variant", "seed", "status", "steps", "val_acc", "test_acc", "params", "wall_s"]]
         .sort_values(["variant", "seed"]))
-print(cod.verdicts.rule())  # the rule every claim below is judged by
+print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 5: top-1 accuracy, ours beside the paper's
@@ -248,6 +248,6 @@ display(Markdown(
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -29,13 +29,13 @@
 #   width 896), both converted exactly into our `Transformer`; and **Gemma-3-270M** (18 layers,
 #   width 640), whose blocks normalise both the input and the output of each branch ("sandwich"
 #   norms; the residual stream itself is never normalised, as in Pre-LN), run as Hugging Face's
-#   own modules behind `cod.adapters`. All three ship as 4-bit GGUF files and are **dequantised
+#   own modules behind `cod.metrics.adapters`. All three ship as 4-bit GGUF files and are **dequantised
 #   to fp32** on load: the layer geometry of 4-bit models, not of the bf16 originals.
 # - Post-LN encoders, in place of BERT-Large (24 layers): **all-MiniLM-L6-v2** (BERT, 6 layers,
 #   width 384) and **all-mpnet-base-v2** (MPNet, 12 layers, width 768), both fine-tuned for
 #   sentence embeddings, far shallower than BERT-Large.
 #
-# **Measures**, computed by the `analyse_open_weight_depth` stage (`python -m cod.analysis
+# **Measures**, computed by the `analyse_open_weight_depth` stage (`python -m cod.runs.analysis
 # open_weight_depth`: `cod.metrics.depth`, settings in `params.yaml`, `open_weight_depth:`), which
 # writes them to `analyses/<profile>/open_weight_depth/`; this notebook reads them. Text: BBC
 # news articles from the offline corpus (`data/raw/bbc.jsonl`, the most web-like source, never
@@ -45,7 +45,7 @@
 # ARC-Easy accuracy (`cod.eval`, lm-evaluation-harness scoring) for a few removed layers on a
 # small item subset, in place of MMLU, on which a 135M model sits near chance; for the
 # encoder, which has no SQuAD or masked-LM head, the **representation drop** 1 - cos between
-# the mean-pooled sentence embedding with the layer removed and without (`cod.adapters.
+# the mean-pooled sentence embedding with the layer removed and without (`cod.metrics.adapters.
 # HFEncoder`). Angular distance: `cod.metrics.angular` on the residual stream entering each
 # block. Jacobians: `cod.metrics.jacobian`, the per-token Jacobian d y_t / d x_t of a block at
 # one sampled token per sequence; closeness to the identity is ||J_t - I||_F / d per token,
@@ -56,7 +56,7 @@
 # `b9_open_weight_scores`.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which analyses to read (params.yaml's open_weight_depth: their sizes)
+profile = "default"  # smoke | default | headline | paper: which analyses to read (params.yaml's open_weight_depth: their sizes)
 analyses_root = "analyses"  # <analyses_root>/<profile>/open_weight_depth/, the analyse_open_weight_depth stage's
 figures_dir = None  # default: figures/<profile>/a1_open_weight_models
 
@@ -73,16 +73,16 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.analysis import OPEN_DEPTH, load_open_depth, stored_settings
+from cod.runs.analysis import OPEN_DEPTH, load_open_depth, stored_settings
 from cod.metrics.angular import by_offset
 from cod.metrics.depth import shown_blocks
-from cod.verdicts import INCONCLUSIVE, Claims, Verdict
+from cod.claims.verdicts import INCONCLUSIVE, Claims, Verdict
 
 analysis = Path(analyses_root) / profile / OPEN_DEPTH
 settings = stored_settings(analysis)
-loaded = load_open_depth(analysis)  # {model: cod.analysis.OpenModelDepth}, in the stage's order
+loaded = load_open_depth(analysis)  # {model: cod.runs.analysis.OpenModelDepth}, in the stage's order
 models = list(loaded)
 print(f"profile={profile}: {settings['text_tokens']} tokens in {settings['groups']} groups of windows of "
       f"{settings['seq_len']}; ARC-Easy limit {settings['arc_limit']}; Jacobians of {settings['jacobian_blocks']} "
@@ -92,8 +92,8 @@ print(f"profile={profile}: {settings['text_tokens']} tokens in {settings['groups
 # ## The models and their windows
 # A decoder reads a stream of articles, each after its document separator (end-of-text, or BOS
 # where there is none), cut into consecutive windows; Gemma-3, which expects BOS at the start of
-# every input, gets it at the start of every window (`cod.analysis.open_weight_windows`, shared with
-# `b9`). An encoder reads `[CLS] ... [SEP]` windows of the same text (`cod.analysis.encoder_windows`).
+# every input, gets it at the start of every window (`cod.runs.analysis.open_weight_windows`, shared with
+# `b9`). An encoder reads `[CLS] ... [SEP]` windows of the same text (`cod.runs.analysis.encoder_windows`).
 # Times are the stage's, on the machine that measured.
 
 # %%
@@ -255,7 +255,7 @@ plots.show(fig, figures_dir, "fig5_jacobians")
 # %% [markdown]
 # ## How the verdicts are decided
 #
-# The package's one rule (`cod/verdicts.py`), printed below, decides a claim by an interval over
+# The package's one rule (`cod/claims/verdicts.py`), printed below, decides a claim by an interval over
 # **seeds**. A model here has no seeds: the groups of windows (and the sampled tokens of the
 # Jacobians) are repeated measurements of one set of weights, so their spread is text-sampling
 # noise, not the variation between independently trained models that the rule's interval is
@@ -273,7 +273,7 @@ plots.show(fig, figures_dir, "fig5_jacobians")
 # and its encoder two to four times deeper; magnitudes are not compared, only directions.
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %%
 def halves(values: np.ndarray, layers: np.ndarray, n_layers: int) -> tuple[pd.Series, pd.Series]:
@@ -462,6 +462,6 @@ display(Markdown("\n\n".join(text)))
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -29,7 +29,7 @@
 # tokens, 17); the 250M shape likewise at 24 layers, width 24 and 1.72M tokens. The runs are
 # the `a_130m` and `a_250m` experiments (shared with Tables 1, 6-8 and Fig. 4), three seeds
 # each. The layer scores come from the `analyse@a_130m` and `analyse@a_250m` stages
-# (`cod/analysis.py`, settings printed below): one residual-stream pass over `eval_tokens`
+# (`cod/runs/analysis.py`, settings printed below): one residual-stream pass over `eval_tokens`
 # held-out validation tokens in windows of the training length. The angular distance is the
 # mean over those tokens (`cod/metrics/angular.py`), between the residual stream entering
 # block l and the one entering block l + n (the last block's output stands in after the last).
@@ -54,7 +54,7 @@
 # Every curve is the mean over seeds, the band their min..max.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained and analysed
+profile = "default"  # smoke | default | headline | paper: which runs were trained and analysed
 analyses = ["a_130m", "a_250m"]  # analyses/<profile>/<name>/<variant>_s<seed>/layers.json, one per model size
 analyses_root = "analyses"
 runs_root = "runs"
@@ -75,17 +75,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.analysis import load_sizes, norm_tables, size_label
-from cod.compare import load_size_sweep
+from cod.runs.analysis import load_sizes, norm_tables, size_label
+from cod.claims.tables import load_size_sweep
 from cod.metrics.angular import adjacent_distances, by_offset, column_scaled
-from cod.results import spread
-from cod.verdicts import Claims, SizeClaims, compare
+from cod.records.results import spread
+from cod.claims.verdicts import Claims, SizeClaims, compare
 
 VARIANTS = {"Post-LN": "post_ln", "Pre-LN": "pre_ln"}  # the paper's panel order: (a, c) Post-LN, (b, d) Pre-LN
 COLORS = {"Post-LN": "C3", "Pre-LN": "C0"}
-print(cod.verdicts.rule())  # the rule every claim below is judged by
+print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 layers, experiments = load_sizes(Path(analyses_root) / profile, analyses, VARIANTS)
 sizes = list(layers)
 
@@ -93,7 +93,7 @@ sizes = list(layers)
 # ## The runs
 # Validation perplexity from training (`final.json`), the intact loss on the analysis's
 # held-out tokens, and whether the run failed (diverged, or no better than a unigram model:
-# `cod.compare`). A failed run's layers are still shown, but its row says so.
+# `cod.claims.tables`). A failed run's layers are still shown, but its row says so.
 
 # %%
 def measure(a, deep_share: float = deep_share):
@@ -293,6 +293,6 @@ display(Markdown("\n\n".join(paragraphs)))
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

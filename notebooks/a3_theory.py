@@ -33,8 +33,8 @@
 # %% [markdown]
 # ## How the verdicts are decided
 #
-# Every claim is recorded in a `cod.verdicts.Claims` ledger and written to `claims.json`. A
-# mathematical statement gets **holds / holds loosely / fails** from a rule of `cod/theory/claims.py`
+# Every claim is recorded in a `cod.claims.verdicts.Claims` ledger and written to `claims.json`. A
+# mathematical statement gets **holds / holds loosely / fails** from a rule of `cod/theory/checks.py`
 # (its docstring states each tolerance); "holds loosely" always means *within the stated tolerance of
 # what the statement claims*, never merely "goes the right way":
 #
@@ -55,12 +55,12 @@
 #   |excess kurtosis| <= **0.5**, loosely when every setting is within twice that, fails otherwise;
 # - "-> 0": holds when the fitted exponent's interval lies below 0.
 #
-# The empirical claims about trained models follow the package's one rule (`cod/verdicts.py`, printed
+# The empirical claims about trained models follow the package's one rule (`cod/claims/verdicts.py`, printed
 # below), or are **beyond reach** when the miniature cannot reach the regime (`beyond_reach`, which
 # says why).
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper; params.yaml's notebooks.a3_theory.profiles sets the counts below
+profile = "default"  # smoke | default | headline | paper; params.yaml's notebooks.a3_theory.profiles sets the counts below
 figures_dir = None  # default: figures/<profile>/a3_theory
 analyses_dir = None  # trained-model analyses (a_130m, a_250m); default: analyses/<profile>
 seed = 0
@@ -104,14 +104,14 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.analysis import load_analyses
-from cod.theory import attention, bounds, claims, fits, jacobians, real_stack, residual_variance
+from cod.runs.analysis import load_analyses
+from cod.theory import attention_variance, bounds, checks, fits, jacobians, real_stack, residual_variance
 from cod.theory.stack import StackConfig, simulate
-from cod.verdicts import Claims, Verdict, beyond_reach, compare
+from cod.claims.verdicts import Claims, Verdict, beyond_reach, compare
 
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 torch.set_num_threads(torch_threads)
 out = Path(figures_dir)
 out.mkdir(parents=True, exist_ok=True)
@@ -231,11 +231,11 @@ ledger.add(
     "sigma^2_{x_L} <= Theta(exp L) (eq. 7).",
     "Theta(L) <= sigma^2 <= Theta(exp(L))",
     Verdict(
-        claims.weakest(claims.at_least_verdict(beta_pre, 1.0), claims.upper_law_verdict(rms_pre, "exponential")),
+        checks.weakest(checks.at_least_verdict(beta_pre, 1.0), checks.upper_law_verdict(rms_pre, "exponential")),
         f"random Pre-LN stack (uniform attn, ReLU, L={var_layers}): sigma^2_l - sigma^2_1 ~ l^beta, "
-        f"beta = {beta_pre} (lower bound: {claims.at_least_verdict(beta_pre, 1.0)}); RMS log-error power "
+        f"beta = {beta_pre} (lower bound: {checks.at_least_verdict(beta_pre, 1.0)}); RMS log-error power "
         f"{rms_pre['power']:.3f} vs exponential {rms_pre['exponential']:.3f} (upper bound: "
-        f"{claims.upper_law_verdict(rms_pre, 'exponential')}, never approached); causal softmax beta = "
+        f"{checks.upper_law_verdict(rms_pre, 'exponential')}, never approached); causal softmax beta = "
         f"{growth['pre_ln_causal']['beta']}; a rigorous O(L^2) bound is violated on "
         f"{bound_violations['pre_ln']} of {runs['pre_ln'].var.size} (draw, layer) pairs",
     ),
@@ -243,14 +243,14 @@ ledger.add(
 ledger.add("A-abstract-exponential", "Abstract, Sec. 1, App. B",
            "Pre-LN output variance grows exponentially with depth.",
            "exponential growth in depth",
-           Verdict(claims.law_preference_verdict(rms_pre, "exponential"),
+           Verdict(checks.law_preference_verdict(rms_pre, "exponential"),
                    "best-fit RMS log-error at init (all laws fitted to log variance): exponential "
                    f"{rms_pre['exponential']:.3f} vs power {rms_pre['power']:.3f} (beta = {beta_pre})"))
 ledger.add("A-lem41-bounds", "Lemma 4.1",
            "Under LNS the variance growth is polynomial: Theta(L) <= sigma^2_{x_L} <= Theta(L^(2-eps)), 1/2 <= eps < "
            "1 (eq. 14).",
            "between Theta(L) and Theta(L^(2-eps))",
-           Verdict(claims.at_least_verdict(beta_lns, 1.0),
+           Verdict(checks.at_least_verdict(beta_lns, 1.0),
                    f"random LNS stack: beta = {beta_lns} (the lower bound needs beta >= 1); best law: "
                    f"{min(rms_lns, key=rms_lns.get)} "
                    "(RMS log-error " + ", ".join(f"{k} {v:.3f}" for k, v in rms_lns.items()) + ")"))
@@ -277,14 +277,14 @@ ledger.add("A-lem32-law", "Lemma 3.2 (eqs. 6, 30-31)",
            "Per block, sigma^2_{x_{l+1}} = sigma^2_{x_l} Theta(1 + 1/sigma_{x_l}): the relative variance gain falls "
            "like 1/sigma.",
            "g_l - 1 ~ sigma_l^-1",
-           Verdict(claims.exponent_verdict(local["pre_ln"][0], -1.0, tol=0.15),
+           Verdict(checks.exponent_verdict(local["pre_ln"][0], -1.0, tol=0.15),
                    f"g_l - 1 ~ sigma_l^b l^c with b = {local['pre_ln'][0]}, c = {local['pre_ln'][1]} (input std "
                    f"{input_stds})"))
 ledger.add("A-lem41-law", "Lemma 4.1 (eqs. 13, 54)",
            "Per block under LNS, sigma^2_{x_{l+1}} = sigma^2_{x_l} Theta(1 + 1/(sqrt(l) sigma_{x_l})).",
            "g_l - 1 ~ sigma_l^-1 l^-1/2",
-           Verdict(claims.weakest(claims.exponent_verdict(local["lns"][0], -1.0, tol=0.15),
-                                  claims.exponent_verdict(local["lns"][1], -0.5, tol=0.15)),
+           Verdict(checks.weakest(checks.exponent_verdict(local["lns"][0], -1.0, tol=0.15),
+                                  checks.exponent_verdict(local["lns"][1], -0.5, tol=0.15)),
                    f"b = {local['lns'][0]}, c = {local['lns'][1]}"))
 display(Markdown(f"""
 **Result.** The per-layer gain falls like sigma^{local['pre_ln'][0]} under Pre-LN and like
@@ -330,7 +330,7 @@ ledger.add("A-appA1-eq34", "App. A.1 eq. 34, App. A.3 eq. 57",
            "The proofs' lower bound exp(sum_{k<L}(1/k - 1/(2k))) (with sigma^2_k = k) is Theta(exp(sqrt L)) (eq. 34), "
            "resp. Theta(L) (eq. 57).",
            "Theta(exp(sqrt(L))) and Theta(L)",
-           Verdict(claims.exponent_verdict(lower_fit, 1.0, tol=0.05),
+           Verdict(checks.exponent_verdict(lower_fit, 1.0, tol=0.05),
                    f"exact evaluation for L = {Ls[0]}..{Ls[-1]:.0e}: ~ L^{lower_fit.value:.3f}, i.e. Theta(sqrt L) "
                    "(tolerance 0.05 on the exponent of eq. 57's Theta(L)); recursion (6) taken literally gives "
                    f"L^{rec_fit['pre_ln_paper'].value:.2f}, (13) gives L^{rec_fit['lns_paper'].value:.2f}"))
@@ -377,7 +377,7 @@ show(fig, "block_jacobian_vs_input_variance")
 ledger.add("A-eq5-identity", "Sec. 3, eq. 5",
            "As the input variance grows, a Pre-LN block's Jacobian approaches the identity.",
            "||J - I|| -> 0, through dLN/dx ~ 1/sigma",
-           Verdict(claims.exponent_verdict(id_slope, -1.0),
+           Verdict(checks.exponent_verdict(id_slope, -1.0),
                    f"||J - I||_2 ~ s^b with b = {id_slope} over s in [{stds[upper][0]:g}, {stds[-1]:g}] (causal "
                    "softmax, SwiGLU)"))
 display(Markdown(f"""
@@ -432,12 +432,12 @@ for norm, r in jac.items():
         log10_eq36=log_eq36.mean(0),
         log10_rigorous=log_rig.mean(0),
         ffn_factor_violations=float((r.norm_ffn > ffn_f).mean()),
-        ffn_factor_verdict=claims.bound_verdict(r.norm_ffn, ffn_f),
+        ffn_factor_verdict=checks.bound_verdict(r.norm_ffn, ffn_f),
         ffn_factor_excess=float(np.median(ffn_f - 1)),
         attn_factor_violations=float((r.norm_attn > attn_f).mean()),
         rigorous_violations=float(((r.norm_attn > r.rigorous_attn) | (r.norm_ffn > r.rigorous_ffn)).mean()),
         product_violations=float((log_meas[norm] > log_eq9).mean()),
-        bound_verdict=claims.bound_verdict(10 ** np.clip(log_meas[norm], None, 300), 10 ** np.clip(log_eq9, None, 300)),
+        bound_verdict=checks.bound_verdict(10 ** np.clip(log_meas[norm], None, 300), 10 ** np.clip(log_eq9, None, 300)),
         dev_diag=r.dev_diag.mean(0),
         dev_block=r.dev_block.mean(0),
     )
@@ -511,7 +511,7 @@ for norm, item, eq in (("pre_ln", "Theorem 3.3", "eq. 9"), ("lns", "Theorem 4.2"
 ledger.add("A-lemA2-ffn-factor", "Lemma A.2 (eqs. 36, 41)",
            "The FFN sublayer Jacobian satisfies ||dy_l/dx'_l||_2 <= 1 + sigma^2 / (sigma_x' (sqrt d + sqrt d_FFN)^2).",
            "eq. 41 bound holds",
-           Verdict(claims.weakest(jres["pre_ln"]["ffn_factor_verdict"], jres["lns"]["ffn_factor_verdict"]),
+           Verdict(checks.weakest(jres["pre_ln"]["ffn_factor_verdict"], jres["lns"]["ffn_factor_verdict"]),
                    f"violated on {100 * jres['pre_ln']['ffn_factor_violations']:.0f}% (Pre-LN) and "
                    f"{100 * jres['lns']['ffn_factor_violations']:.0f}% (LNS) of (draw, block); the rigorous "
                    f"1 + ||W_1|| ||W_2|| / rms(x') holds on {100 * (1 - jres['pre_ln']['rigorous_violations']):.0f}%"))
@@ -565,8 +565,8 @@ r11 = regimes["A=1,B=1"]
 ledger.add("A-thm33-exp-regime", "Theorem 3.3 (eq. 10, 49)",
            "If sigma^2_l grows exponentially, the bound converges to a constant M given by eq. 49.",
            "bounded by M of eq. 49",
-           Verdict(claims.weakest(claims.bounded_verdict(r11["exp_change_last_100"], claimed_bounded=True),
-                                  claims.bound_verdict(np.exp(m_true), np.exp(m_paper))),
+           Verdict(checks.weakest(checks.bounded_verdict(r11["exp_change_last_100"], claimed_bounded=True),
+                                  checks.bound_verdict(np.exp(m_true), np.exp(m_paper))),
                    f"the product converges (ln P changes by {r11['exp_change_last_100']:.1e} over its last 100 "
                    f"factors), but eq. 49's M lies below the true limit (ln M = {m_paper_11:.2f} vs {m_true_11:.2f} "
                    f"at A = B = 1; below it for every A >= {a_cross:.2f}), so M does not bound it; exponential "
@@ -574,7 +574,7 @@ ledger.add("A-thm33-exp-regime", "Theorem 3.3 (eq. 10, 49)",
 ledger.add("A-thm33-linear-regime", "Theorem 3.3 (eq. 11, 50)",
            "If sigma^2_l grows linearly, the bound grows linearly in depth: Theta(L).",
            "Theta(L)",
-           Verdict(claims.exponent_verdict(claims.exact(r11["linear_local_exponent_at"]["L1e5"]), 1.0),
+           Verdict(checks.exponent_verdict(checks.exact(r11["linear_local_exponent_at"]["L1e5"]), 1.0),
                    "with sigma^2_l = l and A = B = 1 the local exponent d ln P / d ln L is "
                    f"{r11['linear_local_exponent_at']['L1e2']:.1f} at L=1e2 and "
                    f"{r11['linear_local_exponent_at']['L1e5']:.0f} at L=1e5 (Theta(L) needs 1): the bound grows like "
@@ -582,7 +582,7 @@ ledger.add("A-thm33-linear-regime", "Theorem 3.3 (eq. 11, 50)",
 ledger.add("A-thm42-regime", "Theorem 4.2 (eqs. 16, 64-65)",
            "Under LNS with sigma^2_l ~ l^(2-eps) the bound is omega(1): it keeps growing with depth.",
            "omega(1)",
-           Verdict(claims.bounded_verdict(r11["lns_log_at"]["L1e5"] - r11["lns_log_at"]["L1e3"], claimed_bounded=False),
+           Verdict(checks.bounded_verdict(r11["lns_log_at"]["L1e5"] - r11["lns_log_at"]["L1e3"], claimed_bounded=False),
                    f"with sigma^2_l = l^1.5 (eps = 1/2), A = B = 1: ln P = {r11['lns_log_at']['L1e3']:.4f} at L=1e3 "
                    f"and {r11['lns_log_at']['L1e5']:.4f} at L=1e5: the product converges (its terms ~ l^-(2-eps/2) "
                    "are summable; eq. 64 itself tends to a constant)"))
@@ -667,7 +667,7 @@ ledger.add("A-thm43", "Theorem 4.3 (eqs. 18, 81)",
            "The gradient norm with respect to the first layer's query weights is bounded by a product over layers "
            "(eq. 81), which LNS keeps from exploding.",
            "eq. 81 bound; LNS tames the growth",
-           Verdict(claims.bound_verdict(q_measured, q_bound),
+           Verdict(checks.bound_verdict(q_measured, q_bound),
                    f"bound holds on {100 * (1 - max(q['violations'] for q in qres.values())):.0f}% of draws, "
                    f"exceeding the measured norm by ~10^{q_slack:.0f} (loose beyond 10x); growth with depth: Pre-LN "
                    f"L^{qres['pre_ln']['growth_exponent']}, LNS L^{qres['lns']['growth_exponent']}; exactly 0 under "
@@ -712,7 +712,7 @@ e_ffn_s = fits.bootstrap(
 )[0]
 ffn_const = float(np.mean([r.var_ffn[:, 0].mean() / s**4 for r, s in zip(by_s, sws)]))
 lam_ns = [4, 16, 64, 256, 1024, 4096]
-dist, conc = attention.softmax_concentration(lam_ns, max(20 * var_samples, 100), 1.0, seed)
+dist, conc = attention_variance.softmax_concentration(lam_ns, max(20 * var_samples, 100), 1.0, seed)
 e_lema1 = fits.mean_exponent(lam_ns, dist, n_boot, seed)
 n_sum_p2 = conc.mean(0) * np.array(lam_ns)
 print(
@@ -733,19 +733,19 @@ ledger.add("A-eq27-attn-variance", "App. A.1.1 (eq. 27)",
            "Under uniform attention the attention output variance is d_head sigma_V^2 = sigma_W^2 d, independent of "
            "the number of tokens n.",
            "Var ~ n^0 sigma_W^2",
-           Verdict(claims.weakest(claims.exponent_verdict(e_attn_n, 0.0), claims.exponent_verdict(e_attn_s, 2.0)),
+           Verdict(checks.weakest(checks.exponent_verdict(e_attn_n, 0.0), checks.exponent_verdict(e_attn_s, 2.0)),
                    f"measured Var(Attn) ~ n^{e_attn_n} and ~ sigma_W^{e_attn_s} (the average of n independent rows "
                    "divides by n; W_V and W_O both enter)"))
 ledger.add("A-eq29-ffn-variance", "App. A.1.2 (eq. 29)",
            "The FFN output variance scales as sigma_W^4.",
            "sigma_FFN^2 ~ sigma_W^4",
-           Verdict(claims.exponent_verdict(e_ffn_s, 4.0),
+           Verdict(checks.exponent_verdict(e_ffn_s, 4.0),
                    f"measured exponent {e_ffn_s}; prefactor {ffn_const:.0f} vs d d_ff / 2 = "
                    f"{cfg1.d_model * cfg1.d_ff / 2:.0f} (omitted by eq. 29, d^2 in eq. 31)"))
 ledger.add("A-lemA1", "Lemma A.1 (eq. 26)",
            "The softmax of N i.i.d. logits concentrates on the uniform distribution: E sum_i (p_i - 1/N)^2 -> 0.",
            "-> 0 as N -> infinity",
-           Verdict(claims.below_verdict(e_lema1),
+           Verdict(checks.below_verdict(e_lema1),
                    f"E sum (p - 1/N)^2 ~ N^{e_lema1} -> 0 (logit std 1); but N E sum p^2 -> {n_sum_p2[-1]:.2f} = "
                    "e^(s^2), so the attention variance sigma^2 sum p^2 stays e^(s^2) times the uniform value"))
 display(Markdown(f"""
@@ -859,7 +859,7 @@ ledger.add(
     "outputs uncorrelated with the residual).",
     "Gaussian, zero-mean, independent",
     Verdict(
-        claims.gaussian_independent_verdict(list(asm_settings.values())),
+        checks.gaussian_independent_verdict(list(asm_settings.values())),
         "; ".join(f"{k}: max |rho| {r:.2f}, max |excess kurtosis| {q:.2f}" for k, (r, q) in asm_settings.items())
         + " (tolerance |rho| <= 0.1, |kurtosis| <= 0.5; loosely within twice that)",
     ),
@@ -867,9 +867,9 @@ ledger.add(
 ledger.add("A-appB-trained-exponential", "App. B (Fig. 9), beyond the assumptions",
            "In a trained Pre-LN model the variance grows exponentially with depth.",
            "exponential growth across layers at every training stage",
-           Verdict(claims.law_preference_verdict(pre_t["rms"], "exponential"),
+           Verdict(checks.law_preference_verdict(pre_t["rms"], "exponential"),
                    f"tiny LM after {lm_steps} steps: sigma^2_l - sigma^2_0 ~ l^beta, beta = {pre_t['beta']} "
-                   f"(Lemma 3.2's Theta(L) lower bound: {claims.at_least_verdict(pre_t['beta'], 1.0)}), RMS log-error "
+                   f"(Lemma 3.2's Theta(L) lower bound: {checks.at_least_verdict(pre_t['beta'], 1.0)}), RMS log-error "
                    f"power {pre_t['rms']['power']:.3f} vs exponential {pre_t['rms']['exponential']:.3f}; LNS: beta = "
                    f"{lns_t['beta']}"))
 dd_pre, dd_lns = lm["pre_ln"]["jac_trained"]["dev_diag"], lm["lns"]["jac_trained"]["dev_diag"]
@@ -907,7 +907,7 @@ after training, ||Jbar - I||_F / d is {dd_lns[half].mean():.4f} (LNS) vs {dd_pre
 # Section 4.1 (after Theorem 4.2) and section 5.5 read Theorem 4.2 as: with LNS, fewer deep layers act as
 # identity maps. This is a claim about trained models, so it is judged on the committed analyses of the
 # trained a_130m (12 blocks) and a_250m (24 blocks) miniatures (`analyses/<profile>/a_*`, written by
-# `python -m cod.analysis`): the token-averaged Jacobian of every block, Jbar_l, and its distance from the
+# `python -m cod.runs.analysis`): the token-averaged Jacobian of every block, Jbar_l, and its distance from the
 # identity ||Jbar_l - I||_F / d. The statistic is the mean over the deeper half of the blocks, per seed;
 # `compare` asks whether LNS's is higher than Pre-LN's in every seed by more than the seed spread.
 #
@@ -1045,11 +1045,11 @@ if sizes:
 # ## Verdicts
 #
 # Each row: the statement, what the paper states, what we measured, and the verdict by the rules stated
-# at the top (theory rules of `cod/theory/claims.py`; the trained-model claims by `cod/verdicts.py`).
+# at the top (theory rules of `cod/theory/checks.py`; the trained-model claims by `cod/claims/verdicts.py`).
 
 # %%
 results["runtime_s"] = time.time() - t_start
-claims.write_json(out / "results.json", results)
+checks.write_json(out / "results.json", results)
 print(f"runtime {results['runtime_s']:.0f} s, profile {profile}")
 ledger.save(out)
 
@@ -1058,6 +1058,6 @@ ledger.save(out)
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -33,12 +33,12 @@
 # block. Every curve is the mean over seeds, the band their min..max.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 experiment = "a_130m"  # runs/<profile>/<experiment>/<variant>_s<seed>/ (paper A's 130M runs, shared)
 runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a4_variance_dynamics
 steps_to_show = [0.1, 0.3, 0.6, 1.0]  # fractions of training for the depth panels (Fig. 9)
-# free choices of the analysis: their registered values (cod/registry.yaml), which the claims are judged at and,
+# free choices of the analysis: their registered values (cod/claims/registry.yaml), which the claims are judged at and,
 # in a sensitivity pass, at the neighbouring values; another value here is judged and named in the claims' rows
 shallow_layers = 4  # the first blocks, counted as shallow
 deep_layers = 4  # the last blocks, counted as deep
@@ -61,10 +61,10 @@ import pandas as pd
 from scipy.optimize import curve_fit
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.results import load_final, load_history, load_layer_stats, spread
-from cod.verdicts import Claims, compare, one_sample
+from cod.records.results import load_final, load_history, load_layer_stats, spread
+from cod.claims.verdicts import Claims, compare, one_sample
 
 LABELS = {"pre_ln": "Pre-LN", "scaled_init": "Pre-LN + scaled init", "lns": "LNS"}
 PAPER_LAST = {"pre_ln": 175, "scaled_init": 175, "lns": 25}  # §5.4: last layer's σ² at the end (about), Fig. 4
@@ -97,11 +97,11 @@ warm, shallow, deep = first_after(warmup_fraction), first_blocks(shallow_layers)
 print(f"profile={profile}: {len(final)} runs, seeds {seeds}, {n_layers} layers, "
       f"variance logged at {len(steps)} steps up to {steps[-1]}; first logged step after warmup: {warm}")
 display(final[["variant", "seed", "status", "steps", "tokens", "val_ppl", "val_bbc_ppl", "tokens_per_s"]])
-print(cod.verdicts.rule())  # the rule every claim below is judged by
+print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## The verdict rule, fixed before the numbers
-# Every claim is judged by the one rule of `cod/verdicts.py`, printed above: a comparison of two
+# Every claim is judged by the one rule of `cod/claims/verdicts.py`, printed above: a comparison of two
 # variants by `compare` (paired by seed), a claim about one variant by `one_sample` (a per-seed
 # statistic against its null value). Variances and their ratios are positive and judged on the
 # log scale (ratios); the others as differences. No noise floor is added: the variances are
@@ -109,7 +109,7 @@ print(cod.verdicts.rule())  # the rule every claim below is judged by
 #
 # The statistics, per run ("deep" is the mean σ² of the last `deep_layers` blocks, "shallow"
 # that of the first `shallow_layers`). The paper gives no layer split, no window and no
-# tolerance: these are free choices, registered with their values in `cod/registry.yaml`, and
+# tolerance: these are free choices, registered with their values in `cod/claims/registry.yaml`, and
 # every claim that rests on one is judged again at the neighbouring values (its row says
 # "robust" or names the choice its verdict depends on).
 #

@@ -36,7 +36,7 @@
 #
 # **The claims, fixed before the numbers.** What is compared is the final validation perplexity
 # of two norms at one size, paired by seed (for Fig. 6's early phase: each seed's mean training
-# loss over 10-30% of its tokens), by the package's one rule (`cod/verdicts.py`, printed below);
+# loss over 10-30% of its tokens), by the package's one rule (`cod/claims/verdicts.py`, printed below);
 # no further noise floor: one validation pass over the same held-out tokens for every run. "LNS
 # is best" must beat every other norm (`best_of`). Each other norm is held to what Table 1 says
 # of it at that size: worse than Pre-LN (Post-LN at 130M), **comparable** to Pre-LN (DeepNorm up
@@ -45,14 +45,14 @@
 # **diverged** (Post-LN from 250M, DeepNorm and Mix-LN from 350M). A divergence claim is judged
 # on the runs themselves: reproduced when the trainer stopped
 # every run as diverged, otherwise by the interval of the perplexity's ratio to the failure line
-# (the unigram perplexity of the training split, `cod/compare.py`): above it reproduces, below it
+# (the unigram perplexity of the training split, `cod/claims/tables.py`): above it reproduces, below it
 # does not. A run is **failed** (the paper's > 1000 entries) when the trainer stopped it as
 # diverged (non-finite loss, or above 20 for 3 logged steps) or its perplexity is no better than
 # the unigram model's; it then counts with the failure line's perplexity at least. Every claim is
 # judged at each size on its own; 1B is not trained, so its column is not judged.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 experiments = {"130M": "a_130m", "250M": "a_250m", "350M": "a_350m"}  # Table 1's sizes -> runs/<profile>/<experiment>/
 runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a5_norm_comparison
@@ -72,12 +72,12 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.compare import by_seed, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
-from cod.results import load_history
-from cod.sweep import Sweep
-from cod.verdicts import REPRODUCED, Claims, best_of, compare, diverged, equivalent, one_sample, too_few_rivals
+from cod.claims.tables import by_seed, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
+from cod.records.results import load_history
+from cod.claims.sweep import Sweep
+from cod.claims.verdicts import REPRODUCED, Claims, best_of, compare, diverged, equivalent, one_sample, too_few_rivals
 
 ROWS = {"Post-LN": "post_ln", "DeepNorm": "deepnorm", "Mix-LN": "mix_ln", "Pre-LN": "pre_ln", "LNS": "lns"}
 PAPER = pd.DataFrame({"130M": [26.95, 27.17, 26.07, 26.73, 25.76],
@@ -99,7 +99,7 @@ print(f"profile={profile}: {len(sweep)} runs at sizes {sizes}" + (f"; not traine
       + f"; failure line (unigram perplexity) {chance:.1f}")
 display(sweep[["size", "variant", "seed", "status", "diverged_at", "val_ppl", "failed", "tokens"]]
         .sort_values(["size", "variant", "seed"]))
-print(cod.verdicts.rule())  # the rule every claim below is judged by
+print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 1: validation perplexity, ours beside the paper's
@@ -350,6 +350,6 @@ display(Markdown("\n\n".join(text)))
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -37,14 +37,14 @@
 #   log-likelihood) on up to 300 items of each 'eval' half, the same items for every model.
 #
 # **The claims, fixed before the numbers.** A model's score is its accuracy averaged over the
-# seven tasks, compared as a difference in points by the package's one rule (`cod/verdicts.py`,
+# seven tasks, compared as a difference in points by the package's one rule (`cod/claims/verdicts.py`,
 # printed below), paired by seed, with twice the binomial standard error of the gap as the
 # noise floor. The floor test comes first: when every compared model's average lies within two
 # binomial standard errors of chance (`accuracy_at_chance`), the claim is **beyond reach** at
 # this scale and no comparison is made. Chance level and n are shown with every accuracy.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 finetuned = "a6_sft"  # analyses/<profile>/<finetuned>: zero-shot of the fine-tuned models
 base = "a6_base"  # analyses/<profile>/<base>: the same items scored before fine-tuning
 runs_root = "runs"
@@ -66,11 +66,11 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.analysis import zero_shot_table
-from cod.results import load_final, load_history
-from cod.verdicts import Claims, accuracy_at_chance, best_of, compare
+from cod.runs.analysis import zero_shot_table
+from cod.records.results import load_final, load_history
+from cod.claims.verdicts import Claims, accuracy_at_chance, best_of, compare
 
 ROWS = {"Post-LN": "post_ln", "DeepNorm": "deepnorm", "Mix-LN": "mix_ln", "Pre-LN": "pre_ln", "LNS": "lns"}
 TASKS = {"MMLU": "mmlu", "BoolQ": "boolq", "ARC-e": "arc_easy", "PIQA": "piqa", "HellaSwag": "hellaswag",
@@ -93,7 +93,7 @@ print(f"profile={profile}: {len(final)} fine-tuned runs ({final['status'].value_
       f"items per task: {scores.groupby('task')['n'].first().to_dict()}")
 display(final[["variant", "seed", "status", "steps", "tokens", "final_train_loss", "val_ppl", "wall_s"]]
         .sort_values(["variant", "seed"]))
-print(cod.verdicts.rule())  # the rule every claim below is judged by
+print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 2: zero-shot accuracy after fine-tuning, ours beside the paper's
@@ -271,6 +271,6 @@ display(Markdown(
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -38,12 +38,12 @@
 # **What is judged.** The final validation perplexity (Table 3 also: the final training
 # loss) of two methods, paired by seed, at each size on its own; "LNS is best" must beat every
 # other method. A run whose perplexity is no better than a unigram model's, or that the trainer
-# stopped as diverged, is **failed** (`cod/compare.py`). No noise floor is added: every run is
+# stopped as diverged, is **failed** (`cod/claims/tables.py`). No noise floor is added: every run is
 # scored by one validation pass over the same held-out tokens. Every claim is judged by the one
-# rule of the package (`cod/verdicts.py`), fixed before the numbers and printed below.
+# rule of the package (`cod/claims/verdicts.py`), fixed before the numbers and printed below.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 experiments = {"130M": "a_130m", "250M": "a_250m"}  # Table 6's sizes -> runs/<profile>/<experiment>/
 runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a7_scaling_methods
@@ -60,12 +60,12 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.compare import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
-from cod.results import load_history
-from cod.sweep import Sweep
-from cod.verdicts import Claims, best_of, compare, too_few_rivals
+from cod.claims.tables import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
+from cod.records.results import load_history
+from cod.claims.sweep import Sweep
+from cod.claims.verdicts import Claims, best_of, compare, too_few_rivals
 
 ROWS = {"Pre-LN": "pre_ln", "+ LayerScale": "layerscale", "+ SkipInit": "skipinit",
         "+ Depth-Scaled Init": "depth_scaled_init", "+ Scaled Init": "scaled_init", "+ LNS": "lns",
@@ -86,7 +86,7 @@ print(f"profile={profile}: {len(sweep)} runs at sizes {sizes}; failure line (uni
 shown = sweep[sweep["variant"].isin([*ROWS.values(), "olmo_init"])]
 display(shown[["size", "variant", "seed", "status", "val_ppl", "final_train_loss", "failed"]]
         .sort_values(["size", "variant", "seed"]))
-print(cod.verdicts.rule())  # the rule every claim below is judged by
+print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 6: validation perplexity, ours beside the paper's
@@ -219,6 +219,6 @@ display(Markdown("\n\n".join(text)))
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

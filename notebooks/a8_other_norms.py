@@ -18,7 +18,7 @@
 # 26.73 / 27.91 / 28.01 / 26.51 / 26.07 / **25.76**: Admin and Group-LN worse than Pre-LN,
 # Sandwich-LN slightly better, Mix-LN and LNS better by good margins, LNS best.
 #
-# **The variants** (`cod/model.py`, each tested against a forward written from its paper in
+# **The variants** (`cod/model/transformer.py`, each tested against a forward written from its paper in
 # `tests/test_variants.py`):
 # - *Admin* (Liu et al. 2020): Post-LN with a learnable per-channel weight on the residual,
 #   norm(omega * x + f(x)), omega initialised by one profiling pass so that omega * x carries
@@ -38,12 +38,12 @@
 # **What is judged.** The final validation perplexity of two norms, paired by seed; "LNS is
 # best" must beat every other norm. A run whose perplexity is no better than a unigram model's,
 # or that the trainer stopped as diverged, is **failed** (the paper's > 1000 entries;
-# `cod/compare.py`). No noise floor is added: every run is scored by one validation pass over
+# `cod/claims/tables.py`). No noise floor is added: every run is scored by one validation pass over
 # the same held-out tokens. Every claim is judged by the one rule of the package
-# (`cod/verdicts.py`), fixed before the numbers and printed below.
+# (`cod/claims/verdicts.py`), fixed before the numbers and printed below.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 experiment = "a_130m"  # runs/<profile>/<experiment>/<variant>_s<seed>/ (paper A's 130M norm sweep)
 runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a8_other_norms
@@ -60,12 +60,12 @@ from pathlib import Path
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.compare import load_variants, ppl_and_loss, ppl_table
-from cod.results import load_history
-from cod.sweep import Sweep
-from cod.verdicts import REPRODUCED, Claims, best_of, effect_text
+from cod.claims.tables import load_variants, ppl_and_loss, ppl_table
+from cod.records.results import load_history
+from cod.claims.sweep import Sweep
+from cod.claims.verdicts import REPRODUCED, Claims, best_of, effect_text
 
 ROWS = {"Pre-LN": "pre_ln", "Admin": "admin", "Group-LN": "group_ln", "Sandwich-LN": "sandwich_ln",
         "Mix-LN": "mix_ln", "LNS": "lns"}
@@ -76,7 +76,7 @@ runs_dir = Path(runs_root) / profile
 sweep, chance = load_variants(experiment, runs_dir, list(ROWS.values()))
 print(f"profile={profile}: {len(sweep)} runs; failure line (unigram perplexity) {chance:.1f}")
 display(sweep[["variant", "seed", "status", "val_ppl", "failed", "tokens"]].sort_values(["variant", "seed"]))
-print(cod.verdicts.rule())  # the rule every claim below is judged by
+print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 7: validation perplexity, ours beside the paper's
@@ -162,6 +162,6 @@ display(Markdown("\n\n".join(text)))
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

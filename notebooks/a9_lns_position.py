@@ -18,7 +18,7 @@
 # 26.73; before the norm 26.97; after Attn/FFN 26.53; after the residual 1358.11 (diverged);
 # only after Attn 26.89; only after FFN 26.43; after the norm (LNS) **25.76**, the best.
 #
-# **The positions** (`model.lns_position`, `cod/model.py`; each tested against a forward
+# **The positions** (`model.lns_position`, `cod/model/transformer.py`; each tested against a forward
 # written from the definition in `tests/test_variants.py`), for block l of sublayer
 # x + f(norm(x)): `before_norm` norm(x / sqrt(l)); `after_branch` f(.) / sqrt(l);
 # `after_residual` (x + f(.)) / sqrt(l); `attn_only` and `mlp_only` the after-norm factor in
@@ -35,7 +35,7 @@
 # **What is judged.** The final validation perplexity of two positions, paired by seed; "after
 # the norm is best" must beat every other position. A run is **failed** when the trainer
 # stopped it as diverged or its perplexity is no better than a unigram model's
-# (`cod/compare.py`); it enters the comparisons at the unigram model's perplexity at least.
+# (`cod/claims/tables.py`); it enters the comparisons at the unigram model's perplexity at least.
 # "The factor after the residual diverges" is the paper's reading of its 1358.11: a run counts
 # as **diverged** only when the trainer stopped it as such (status `diverged` in `final.json`);
 # a run that ends merely no better than the unigram model **failed to learn**, which is not
@@ -43,10 +43,10 @@
 # otherwise its numbers are the per-seed log(val_ppl / unigram ppl) against 0 (`one_sample`),
 # and a failure to learn alone makes it at best inconclusive. No noise floor is added: every
 # run is scored by one validation pass over the same held-out tokens. Every claim is judged by
-# the one rule of the package (`cod/verdicts.py`), fixed before the numbers and printed below.
+# the one rule of the package (`cod/claims/verdicts.py`), fixed before the numbers and printed below.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 experiment = "a_130m"  # runs/<profile>/<experiment>/<variant>_s<seed>/ (paper A's 130M norm sweep)
 runs_root = "runs"
 figures_dir = None  # default: figures/<profile>/a9_lns_position
@@ -64,12 +64,12 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.compare import by_seed, load_variants, ppl_and_loss, ppl_table
-from cod.results import load_history
-from cod.sweep import Sweep
-from cod.verdicts import INCONCLUSIVE, REPRODUCED, Claims, Verdict, best_of, one_sample
+from cod.claims.tables import by_seed, load_variants, ppl_and_loss, ppl_table
+from cod.records.results import load_history
+from cod.claims.sweep import Sweep
+from cod.claims.verdicts import INCONCLUSIVE, REPRODUCED, Claims, Verdict, best_of, one_sample
 
 ROWS = {"Pre-LN": "pre_ln", "before LN": "lns_before_norm", "after Attn/FFN": "lns_after_branch",
         "after residual": "lns_after_residual", "only after Attn": "lns_attn_only",
@@ -82,7 +82,7 @@ sweep, chance = load_variants(experiment, runs_dir, list(ROWS.values()))
 print(f"profile={profile}: {len(sweep)} runs; failure line (unigram perplexity) {chance:.1f}")
 display(sweep[["variant", "seed", "status", "diverged_at", "val_ppl", "failed", "tokens"]]
         .sort_values(["variant", "seed"]))
-print(cod.verdicts.rule())  # the rule every claim below is judged by
+print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 
 # %% [markdown]
 # ## Table 8: validation perplexity, ours beside the paper's
@@ -200,6 +200,6 @@ display(Markdown("\n\n".join(text)))
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -41,7 +41,7 @@
 # beside ours against the paper's depth, on an axis of their own where the scales differ.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b1_depth_scaling
@@ -65,12 +65,12 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.analysis import load_zero_shot
-from cod.ladder import load_ladder, paper_along, paper_rows, rungs_from
-from cod.results import spread
-from cod.verdicts import (BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, accuracy_at_chance,
+from cod.runs.analysis import load_zero_shot
+from cod.claims.ladder import load_ladder, paper_along, paper_rows, rungs_from
+from cod.records.results import spread
+from cod.claims.verdicts import (BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, accuracy_at_chance,
                           accuracy_floor, monotone, one_sample, usefulness_at_floor)
 
 # paper B, Table 1 and Figure 2 (project page)
@@ -102,10 +102,10 @@ print(f"analysis settings ({settings_file}): {settings}")
 
 # %% [markdown]
 # ## The verdict rule, fixed before the numbers
-# The package's one rule, printed from `cod/verdicts.py`:
+# The package's one rule, printed from `cod/claims/verdicts.py`:
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %% [markdown]
 # Here "X rises / falls with depth" is `monotone` along the four depths (log values for the
@@ -120,7 +120,7 @@ print(cod.verdicts.rule())
 
 # %% [markdown]
 # ## The layer scores of every run
-# Computed by the `analyse@b_depth` stage from the trained weights (`cod/analysis.py`), and
+# Computed by the `analyse@b_depth` stage from the trained weights (`cod/runs/analysis.py`), and
 # stored per run in `analyses/<profile>/b_depth/`: one residual-stream pass per token batch is
 # shared by all metrics, and the altered forwards of removal, causal, permutation and
 # usefulness start from the cached input of the first altered block. The wall time of each
@@ -419,7 +419,7 @@ def by_depth(column: str) -> str:
 
 def trend(column: str, sign: int, scale: str, by_depth_paper: pd.Series | None = None, floor: float = 0.0,
           resolution: float | None = None) -> Verdict:
-    """`cod.verdicts.monotone` on "`column` rises (sign +1) / falls (-1) with depth" on `scale`,
+    """`cod.claims.verdicts.monotone` on "`column` rises (sign +1) / falls (-1) with depth" on `scale`,
     beside the paper's values by depth (`by_depth_paper`, where it has every depth of ours) and
     with the noise floor `floor`."""
     values = by_seed(column)
@@ -551,6 +551,6 @@ display(Markdown(
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

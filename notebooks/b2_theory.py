@@ -29,8 +29,8 @@
 # %% [markdown]
 # ## How the verdicts are decided
 #
-# Every claim is recorded in a `cod.verdicts.Claims` ledger (`cod/verdicts.py`) and written to
-# `claims.json`, with **holds / holds loosely / fails** from a rule of `cod/theory/claims.py`, whose
+# Every claim is recorded in a `cod.claims.verdicts.Claims` ledger (`cod/claims/verdicts.py`) and written to
+# `claims.json`, with **holds / holds loosely / fails** from a rule of `cod/theory/checks.py`, whose
 # docstring states each tolerance. "Holds loosely" always means *within the stated tolerance of what
 # the statement claims*, never merely "goes the right way":
 #
@@ -48,7 +48,7 @@
 # - "bounded": the log of the product changes by less than **0.01** over its last 100 factors.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper; params.yaml's notebooks.b2_theory.profiles sets the counts below
+profile = "default"  # smoke | default | headline | paper; params.yaml's notebooks.b2_theory.profiles sets the counts below
 figures_dir = None  # default: figures/<profile>/b2_theory
 seed = 0
 torch_threads = 1  # one thread per process is fastest on the shared 2-core CPU
@@ -104,7 +104,7 @@ from cod.theory import (
     weight_decay,
 )
 from cod.theory.stack import StackConfig, simulate
-from cod.verdicts import Claims, Verdict
+from cod.claims.verdicts import Claims, Verdict
 
 torch.set_num_threads(torch_threads)
 out = Path(figures_dir)
@@ -169,7 +169,7 @@ ledger.add("B-lemma1", "Lemma 1 (Sec. 2)",
            "With exponentially growing variance, a Pre-LN stack's Jacobian norm stays bounded by a constant M and "
            "deep blocks approach identity maps.",
            "||dy_L/dx_1|| <= M when sigma^2 grows exponentially",
-           Verdict(claims.bounded_verdict(ln_change, claimed_bounded=True),
+           Verdict(checks.bounded_verdict(ln_change, claimed_bounded=True),
                    "as mathematics: with sigma^2_l = e^l and A = B = 1 the product bound converges (ln P changes by "
                    f"{ln_change:.1e} over its last 100 factors); but the premise does not occur: random Pre-LN stacks "
                    f"grow as a power law (RMS log-error power {rms['power']:.3f} vs exponential "
@@ -257,7 +257,7 @@ ledger.add(
     "E||x_L||^2 <= (1 + sigma sqrt(rho))^(2L) E||x_0||^2 for the masked residual recursion.",
     "(1 + sigma sqrt rho)^(2L)",
     Verdict(
-        claims.bound_verdict_ci([fits.Estimate(g.value**L1, g.lo**L1, g.hi**L1) for g in gains_b], bound1**L1),
+        checks.bound_verdict_ci([fits.Estimate(g.value**L1, g.lo**L1, g.hi**L1) for g in gains_b], bound1**L1),
         f"exceeded at {sum(g.lo**L1 > b**L1 for g, b in zip(gains_b, bound1))} of {len(rhos)} rho; "
         f"slack over L={L1}: {bound1[0] ** L1 / gains_b[0].value ** L1:.3g}x at rho={rhos[0]:g}, "
         f"{bound1[-1] ** L1 / gains_b[-1].value ** L1:.3g}x at rho={rhos[-1]:g}, loose beyond 10x (the "
@@ -267,12 +267,12 @@ ledger.add(
 ledger.add("B-thm1-density", "Theorem 1 / Sec. 3.1",
            "Sparser masks (smaller rho) give a smaller per-layer variance gain.",
            "gain factor (1 + sigma sqrt rho)^2, increasing in rho",
-           Verdict(claims.increasing_verdict(gains_b),
+           Verdict(checks.increasing_verdict(gains_b),
                    f"measured gain - 1 ~ rho^{t1['bernoulli']['exponent']} (exactly sigma^2 rho), increasing in rho "
                    "with disjoint 95% intervals; the theorem's factor scales as sqrt(rho) for small rho"))
 energy_pred = sigma**2 * t1["magnitude"]["energy"]
 energy_fit = [
-    claims.value_verdict(fits.Estimate(g.value - 1, g.lo - 1, g.hi - 1), p)
+    checks.value_verdict(fits.Estimate(g.value - 1, g.lo - 1, g.hi - 1), p)
     for g, p in zip(t1["magnitude"]["gain"], energy_pred)
 ]
 rel_err = np.abs((gm - 1) / energy_pred - 1)
@@ -280,7 +280,7 @@ ledger.add("B-thm1-energy", "Theorem 1 remark (App. B.1), beyond the assumptions
            "What controls the gain is the mask's second-moment energy retention, not its density; a mask correlated "
            "with x retains more.",
            "depends on sparsity only through the energy retention rho",
-           Verdict(claims.weakest(*energy_fit),
+           Verdict(checks.weakest(*energy_fit),
                    f"magnitude masks at density {rhos[0]:g} keep {t1['magnitude']['energy'][0]:.2f} of the energy and "
                    f"gain {gm[0] - 1:.3f} per layer vs {gb[0] - 1:.3f} for Bernoulli masks; sigma^2 x energy "
                    f"retention predicts the magnitude-mask gain - 1 within {100 * rel_err.max():.1f}% (inside the 95% "
@@ -319,7 +319,7 @@ ledger.add("B-thm2", "Theorem 2 (eqs. 45-46, App. B.3)",
            "For a masked MSA + FFN block without LayerNorm, E||X_{l+1}||^2 <= (1 + sqrt(rho gamma_A))^2 (1 + sqrt(rho "
            "gamma_F))^2 E||X_l||^2.",
            "gain <= (1 + sqrt(rho gamma_A))^2 (1 + sqrt(rho gamma_F))^2",
-           Verdict(claims.bound_verdict_ci(t2_gain, t2_bound),
+           Verdict(checks.bound_verdict_ci(t2_gain, t2_bound),
                    f"measured gain {t2_gain[0].value:.3f} (rho={rhos[0]:g}) to {t2_gain[-1].value:.3f} (rho=1) "
                    f"against bounds {t2_bound[0]:.1f} to {t2_bound[-1]:.0f} (loose beyond 10x); gain - 1 ~ "
                    f"rho^{t2_exp} while the bound's dependence is sqrt(rho)"))
@@ -485,7 +485,7 @@ ledger.add("B-thm3-fixed-point", "Theorem 3 (eqs. 64-66)",
            "Under decoupled weight decay with independent gradient noise the parameter variance contracts to the "
            "fixed point eta s_g^2 / (lam (2 - eta lam)).",
            "Var(W_t) = a^t Var(W_0) + eta^2 s_g^2 (1 - a^t)/(1 - a)",
-           Verdict(claims.value_verdict(fp_est, fp_exact),
+           Verdict(checks.value_verdict(fp_est, fp_exact),
                    f"largest relative deviation of the measured Var(W_t) from the closed form {max_dev:.3f} "
                    f"({wd_draws} draws x {d_in} entries); at lam={long_lam:g}, t={steps[n_stat]}: Var(W) = "
                    f"{fp_est} vs closed form {fp_exact:.5f} (v* = {v_star:.5f})"))
@@ -493,8 +493,8 @@ ledger.add("B-thm3-bound", "Theorem 3 (eqs. 59, 74)",
            "The output variance of a linear layer is bounded by a^t (initial part) + eta s_g^2 tr Sigma_x / (lam (2 "
            "- eta lam)), and the bound falls as lam grows.",
            "Var(y) <= a^t(...) + eta s_g^2 tr Sigma_x / (lam (2 - eta lam)); decreasing in lam",
-           Verdict(claims.weakest(claims.bound_verdict_ci(flat_est, bound_y.ravel()),
-                                  claims.increasing_verdict([row[-1] for row in y_est][::-1])),
+           Verdict(checks.weakest(checks.bound_verdict_ci(flat_est, bound_y.ravel()),
+                                  checks.increasing_verdict([row[-1] for row in y_est][::-1])),
                    f"no 95% interval lies above its bound ({len(flat_est)} (lam, t) pairs; met with equality up to "
                    f"sampling error); at t={steps[-1]} Var(y) = {wd['output_var'][0, -1]:.3f} (lam={lams[0]:g}) down "
                    f"to {wd['output_var'][-1, -1]:.4f} (lam={lams[-1]:g})"))
@@ -504,7 +504,7 @@ ledger.add("B-thm3-sgd", "Theorem 3, beyond the assumptions",
            "Weight decay bounds a layer's output variance as in Theorem 3 when the gradient is a real "
            "(state-dependent, signal-carrying) gradient.",
            "Theorem 3's bound, decreasing in lam",
-           Verdict(claims.bound_verdict(sgd["output_var"], sgd["bound"]),
+           Verdict(checks.bound_verdict(sgd["output_var"], sgd["bound"]),
                    f"SGD on linear regression: output variance falls with lam ({sgd['output_var'][0]:.3f} -> "
                    f"{sgd['output_var'][-1]:.3f}) but tracks the ridge solution (e.g. {sgd['output_var'][mid]:.3f} vs "
                    f"ridge {sgd['ridge_output_var'][mid]:.3f} at lam={sgd['lams'][mid]:g}), not the noise-only bound, "
@@ -555,12 +555,12 @@ With SGD on linear regression the output variance tracks the ridge solution ({sg
 ns = np.array(attn_ns)
 t4 = {}
 for s in (0.0, 1.0, 2.0, 3.0):
-    dr = attention.head_output_draws(ns, attn_draws, logit_scale=s, seed=seed)
+    dr = attention_variance.head_output_draws(ns, attn_draws, logit_scale=s, seed=seed)
     t4[f"softmax s={s:g}" if s else "uniform"] = dict(
         var=dr.var(0), exponent=fits.variance_exponent(ns, dr, n_boot, seed)
     )
 for c in (0.05, 0.2):
-    dr = attention.head_output_draws(ns, attn_draws, corr=c, seed=seed)
+    dr = attention_variance.head_output_draws(ns, attn_draws, corr=c, seed=seed)
     t4[f"corr {c:g}"] = dict(var=dr.var(0), exponent=fits.variance_exponent(ns, dr, n_boot, seed))
 for k, v in t4.items():
     print(
@@ -571,7 +571,7 @@ Gs = [g for g in (1, 2, 4, 8, 16, 32, 64) if g <= n_heads and n_heads % g == 0]
 t5 = {}
 for ro in ("head", "mean", "wo"):
     for s in (0.0, 1.0, 3.0):
-        dr = attention.gqa_output_draws(
+        dr = attention_variance.gqa_output_draws(
             gqa_keys, n_heads, Gs, gqa_draws, logit_scale=s, readout=ro, seed=seed
         )
         t5[f"{ro}, s={s:g}"] = dict(var=dr.var(0), exponent=fits.variance_exponent(Gs, dr, n_boot, seed))
@@ -636,7 +636,7 @@ u = t4["uniform"]["exponent"]
 ledger.add("B-thm4", "Theorem 4 (App. B.5)",
            "The uniform average of n zero-mean independent values of variance sigma^2 has variance sigma^2/n.",
            "Var = sigma^2 / n",
-           Verdict(claims.exponent_verdict(u, -1.0),
+           Verdict(checks.exponent_verdict(u, -1.0),
                    f"Var ~ n^{u} over n = {ns[0]}..{ns[-1]}; n Var = {t4['uniform']['var'][-1] * ns[-1]:.3f} at "
                    f"n={ns[-1]} (sigma^2 = 1)"))
 off4 = {k: v["exponent"] for k, v in t4.items() if k != "uniform"}
@@ -646,7 +646,7 @@ ledger.add(
     "The 1/n decay survives non-uniform (softmax) attention and values that are correlated across keys.",
     "Var ~ 1/n (uniform attention)",
     Verdict(
-        claims.weakest(*(claims.exponent_verdict(e, -1.0) for e in off4.values())),
+        checks.weakest(*(checks.exponent_verdict(e, -1.0) for e in off4.values())),
         "Var ~ n^b with b = "
         + ", ".join(f"{e} ({k})" for k, e in off4.items())
         + f" (within 0.1 of -1: {', '.join(k for k, e in off4.items() if abs(e.value + 1) <= 0.1) or 'none'}); "
@@ -660,21 +660,21 @@ sparse_ratio = float(t4[s_hi]["var"][-1] / t4["uniform"]["var"][-1])
 ledger.add("B-sec32-attention-sparsity", "Sec. 3.2.1 with Theorem 4",
            "Longer contexts make attention sparser, and this sparsity lowers the attention-output variance.",
            "attention sparsity reduces variance",
-           Verdict(claims.reduction_verdict(sparse_ratio),
+           Verdict(checks.reduction_verdict(sparse_ratio),
                    f"at fixed n={ns[-1]}, peaked (sparse) softmax attention (logit std 3) has {sparse_ratio:.0f}x the "
                    "variance of uniform attention: under Theorem 4's own formula Var = sigma^2 sum p_i^2, "
                    "concentrating attention raises the variance; only the number of attended keys lowers it"))
 ledger.add("B-thm5-per-head", "Theorem 5 (eqs. 78, 80)",
            "Under uniform attention each head's output (MHA or MQA alike) has per-coordinate variance sigma^2/n.",
            "sigma^2 / n per head",
-           Verdict(claims.weakest(claims.exponent_verdict(t4["uniform"]["exponent"], -1.0),
-                                  claims.exponent_verdict(t5["head, s=0"]["exponent"], 0.0)),
+           Verdict(checks.weakest(checks.exponent_verdict(t4["uniform"]["exponent"], -1.0),
+                                  checks.exponent_verdict(t5["head, s=0"]["exponent"], 0.0)),
                    f"per-head variance ~ n^{t4['uniform']['exponent']} (a head with shared or own values is the same "
                    f"average) and independent of G: ~ G^{t5['head, s=0']['exponent']}"))
 ledger.add("B-thm5-G", "Theorem 5 (eq. 79), Sec. 3.2.2",
            "Sharing keys/values across G query heads (GQA, MQA) reduces the attention output variance to sigma^2/(nG).",
            "Var ~ 1/(nG): G^-1",
-           Verdict(claims.weakest(*(claims.exponent_verdict(v["exponent"], -1.0) for v in t5.values())),
+           Verdict(checks.weakest(*(checks.exponent_verdict(v["exponent"], -1.0) for v in t5.values())),
                    f"Var ~ G^b with b = {t5['mean, s=0']['exponent']} (mean of heads, uniform), "
                    f"{t5['mean, s=1']['exponent']} (softmax s=1), {t5['wo, s=0']['exponent']} (random W_O), "
                    f"{t5['head, s=0']['exponent']} (one head): heads that share values under uniform attention are "
@@ -685,17 +685,17 @@ ledger.add(
     "Theorem 6 (eq. 92)",
     "With uniform top-k gating over independent experts the MoE output variance is the expert variance divided by k.",
     "Var(y) ~ 1/k",
-    Verdict(claims.exponent_verdict(ind["exp_out"], -1.0), f"Var(y) ~ k^{ind['exp_out']} (k = {ks[0]}..{ks[-1]})"),
+    Verdict(checks.exponent_verdict(ind["exp_out"], -1.0), f"Var(y) ~ k^{ind['exp_out']} (k = {ks[0]}..{ks[-1]})"),
 )
 ledger.add("B-thm6-jacobian", "Theorem 6 (eq. 93)",
            "With uniform top-k gating over independent experts the Jacobian variance is divided by k.",
            "Var(J) ~ 1/k",
-           Verdict(claims.exponent_verdict(ind["exp_jac"], -1.0), f"Var(J) ~ k^{ind['exp_jac']}"))
+           Verdict(checks.exponent_verdict(ind["exp_jac"], -1.0), f"Var(J) ~ k^{ind['exp_jac']}"))
 off6 = [v[e] for k, v in t6.items() if k != "independent, uniform gates" for e in ("exp_out", "exp_jac")]
 ledger.add("B-thm6-correlated", "Theorem 6, beyond the assumptions",
            "The 1/k reduction survives correlated experts and non-uniform (softmax) gates.",
            "Var ~ 1/k",
-           Verdict(claims.weakest(*(claims.exponent_verdict(e, -1.0) for e in off6)),
+           Verdict(checks.weakest(*(checks.exponent_verdict(e, -1.0) for e in off6)),
                    f"correlated experts (0.2): Var(y) ~ k^{t6['correlated 0.2']['exp_out']}, Var(J) ~ "
                    f"k^{t6['correlated 0.2']['exp_jac']} (a floor at the shared part); softmax gates: Var(y) ~ "
                    f"k^{t6['softmax gates (s=1)']['exp_out']}, Var(J) ~ k^{t6['softmax gates (s=1)']['exp_jac']} (Var "
@@ -764,11 +764,11 @@ with correlated experts and k^{t6['softmax gates (s=1)']['exp_out'].value:.2f} w
 # ## Verdicts
 #
 # Each row: the reconstructed statement, what the paper states, what we measured, and the verdict by the
-# rules stated at the top (`cod/theory/claims.py`).
+# rules stated at the top (`cod/theory/checks.py`).
 
 # %%
 results["runtime_s"] = time.time() - t_start
-claims.write_json(out / "results.json", results)
+checks.write_json(out / "results.json", results)
 print(f"runtime {results['runtime_s']:.0f} s, profile {profile}")
 ledger.save(out)
 
@@ -777,6 +777,6 @@ ledger.save(out)
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

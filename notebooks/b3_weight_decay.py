@@ -39,7 +39,7 @@
 # `analyse@b_depth`).
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b3_weight_decay
@@ -65,13 +65,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.ladder import load_ladder, paper_rows, rungs_from, written
+from cod.claims.ladder import load_ladder, paper_rows, rungs_from, written
 from cod.metrics.effectiveness import WEIGHT_THRESHOLDS
-from cod.registry import definitions
-from cod.results import spread
-from cod.verdicts import Claims, Verdict, best_of, beyond_reach, compare, monotone, one_sample, usefulness_at_floor
+from cod.claims.registry import definitions
+from cod.records.results import spread
+from cod.claims.verdicts import Claims, Verdict, best_of, beyond_reach, compare, monotone, one_sample, usefulness_at_floor
 
 # paper B, Table 2
 PAPER = pd.DataFrame({"lambda": [0, 0.01, 0.1, 1.0, 3.0], "val_ppl": [15.63, 15.20, 14.83, 15.55, 773.42],
@@ -88,10 +88,10 @@ display(ladder.runs[["rung", "seed", "status", "steps", "tokens", "val_ppl", "la
 
 # %% [markdown]
 # ## The verdict rule, fixed before the numbers
-# The package's one rule, printed from `cod/verdicts.py`:
+# The package's one rule, printed from `cod/claims/verdicts.py`:
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %% [markdown]
 # Here "X falls (rises) as lambda grows" is `monotone` along the paper's own lambda values on

@@ -34,7 +34,7 @@
 # windows of 1024 tokens cut to each length.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b4_sequence_length
@@ -64,11 +64,11 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.analysis import load_attention
-from cod.ladder import load_ladder, paper_pair, paper_rows, rungs_from, written
-from cod.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, attention_near_uniform, best_of,
+from cod.runs.analysis import load_attention
+from cod.claims.ladder import load_ladder, paper_pair, paper_rows, rungs_from, written
+from cod.claims.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, attention_near_uniform, best_of,
                           compare, monotone, usefulness_at_floor)
 
 PAPERS_SHORTEST = 256  # the shortest length of the paper's Table 3 and of the gains its text states
@@ -94,10 +94,10 @@ print(f"attention evaluated at {settings['attention_lengths']} tokens, threshold
 
 # %% [markdown]
 # ## The verdict rule, fixed before the numbers
-# The package's one rule, printed from `cod/verdicts.py`:
+# The package's one rule, printed from `cod/claims/verdicts.py`:
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %% [markdown]
 # Here "X falls (rises) with the training length" is `monotone` along the six lengths. Attention

@@ -25,12 +25,12 @@
 # `params.yaml`). The 8-layer miniature of paper B's ladder (`b_depth/d16`: width 24,
 # 4 query heads of 6, sequences of 128, weight decay 0.1) with 4 (MHA, its own runs), 2 and 1
 # KV heads: G = 1, 2, 4. Each trains for the steps that give it MHA's training FLOPs
-# (`equal_flops` in `params.yaml`, counted by `cod.flops`): 599 and 609 steps against 580, a
+# (`equal_flops` in `params.yaml`, counted by `cod.model.flops`): 599 and 609 steps against 580, a
 # smaller bonus than the paper's because at width 24 the vocabulary projection dominates a
 # token's FLOPs. Scores come from the `analyse@b_gqa` stage (the settings of `analyse@b_depth`).
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b5_grouped_query_attention
@@ -51,10 +51,10 @@ from pathlib import Path
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.ladder import load_ladder, paper_along, paper_rows, rungs_from, written
-from cod.verdicts import Claims, monotone, one_sample, usefulness_at_floor
+from cod.claims.ladder import load_ladder, paper_along, paper_rows, rungs_from, written
+from cod.claims.verdicts import Claims, monotone, one_sample, usefulness_at_floor
 
 # paper B, Table 4, by the paper's G; our rung of each (MHA, GQA, MQA in both)
 PAPER = pd.DataFrame({"val_ppl": [14.52, 14.50, 14.47], "causal": [0.31, 0.31, 0.34],
@@ -70,10 +70,10 @@ display(ladder.runs[["rung", "seed", "status", "steps", "tokens", "params", "val
 
 # %% [markdown]
 # ## The verdict rule, fixed before the numbers
-# The package's one rule, printed from `cod/verdicts.py`:
+# The package's one rule, printed from `cod/claims/verdicts.py`:
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %% [markdown]
 # Here "X falls (rises) as KV heads are shared" is `monotone` from MHA through GQA to MQA, beside

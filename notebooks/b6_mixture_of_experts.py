@@ -33,7 +33,7 @@
 # `analyse@b_depth`).
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b6_mixture_of_experts
@@ -57,11 +57,11 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.ladder import load_ladder, paper_pair, paper_rows, rungs_from, written
-from cod.results import read_history
-from cod.verdicts import Claims, compare, usefulness_at_floor
+from cod.claims.ladder import load_ladder, paper_pair, paper_rows, rungs_from, written
+from cod.records.results import read_history
+from cod.claims.verdicts import Claims, compare, usefulness_at_floor
 
 PAIRS = {"small": ("Dense-small", "MoE-small (shared)"), "large": ("Dense", "MoE")}  # (dense, MoE) of equal active size
 # paper B, Table 5, by the paper's model; our rung of each
@@ -80,10 +80,10 @@ display(ladder.runs[["rung", "seed", "status", "params", "params_non_embedding",
 
 # %% [markdown]
 # ## The verdict rule, fixed before the numbers
-# The package's one rule, printed from `cod/verdicts.py`:
+# The package's one rule, printed from `cod/claims/verdicts.py`:
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %% [markdown]
 # Here each claim compares an MoE model with the dense model of its pair by `compare` (paired by

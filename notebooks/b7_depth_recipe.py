@@ -43,7 +43,7 @@
 # these two rungs; the claims on the others are named as not run.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 runs_root = "runs"
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b7_depth_recipe
@@ -71,10 +71,10 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.ladder import load_ladder, paper_pair, rungs_from, written
-from cod.verdicts import Claims, Verdict, accuracy_at_chance, accuracy_floor, compare, usefulness_at_floor
+from cod.claims.ladder import load_ladder, paper_pair, rungs_from, written
+from cod.claims.verdicts import Claims, Verdict, accuracy_at_chance, accuracy_floor, compare, usefulness_at_floor
 
 # paper B, Figure 1: the chosen rungs (T = 4096, lambda = 0.3, G = 2, MoE), accuracy in percent
 PAPER = pd.DataFrame({"accuracy": [40.1, 39.5, 40.0, 41.4, 42.1, 44.1],
@@ -92,10 +92,10 @@ display(ladder.runs[["rung", "seed", "status", "params", "params_non_embedding",
 
 # %% [markdown]
 # ## The verdict rule, fixed before the numbers
-# The package's one rule, printed from `cod/verdicts.py`:
+# The package's one rule, printed from `cod/claims/verdicts.py`:
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %% [markdown]
 # Here each claim compares two rungs by `compare` over the paired seeds (the 16-layer model has

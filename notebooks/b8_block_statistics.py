@@ -44,7 +44,7 @@
 # seeds, the band their min..max.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which runs were trained
+profile = "default"  # smoke | default | headline | paper: which runs were trained
 experiment = "b_depth"  # runs/<profile>/<experiment>/<variant>_s<seed>/: history.jsonl holds the per-layer variances
 analysis = "b_depth"  # analyses/<profile>/<analysis>/<variant>_s<seed>/: end-of-training kurtosis (analyse@b_depth)
 runs_root = "runs"
@@ -69,11 +69,11 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.analysis import load_layers
-from cod.results import load_final, load_layer_stats, spread
-from cod.verdicts import BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, one_sample
+from cod.runs.analysis import load_layers
+from cod.records.results import load_final, load_layer_stats, spread
+from cod.claims.verdicts import BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, one_sample
 
 PAPER_DEPTH = {v: int(v[1:]) for v in variants}
 GAUSSIAN_KURTOSIS = 3.0  # eq. 19 of a normal variable: the per-dimension rule's threshold, fixed before the numbers
@@ -92,10 +92,10 @@ print(f"variances logged every {config['train']['stats_every']} steps on {config
 
 # %% [markdown]
 # ## The verdict rule
-# The package's one rule, printed from `cod/verdicts.py`:
+# The package's one rule, printed from `cod/claims/verdicts.py`:
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %% [markdown]
 # Every claim here is about the layers of one model: each is judged by `one_sample` on one
@@ -479,6 +479,6 @@ display(Markdown(
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

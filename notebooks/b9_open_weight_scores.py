@@ -29,10 +29,10 @@
 #
 # All three ship as 4-bit GGUF files, dequantised to fp32 on load: the geometry of the
 # quantised models, not of their bf16 originals. SmolLM2 and Qwen2.5 run as our `Transformer`
-# (converted exactly), Gemma-3 as Hugging Face's own modules behind `cod.adapters`.
+# (converted exactly), Gemma-3 as Hugging Face's own modules behind `cod.metrics.adapters`.
 #
 # **Measures** (definitions in `cod/metrics/*.py`), computed by the `analyse_open@MODEL` stages
-# (`cod/analysis.py`, settings in `params.yaml`, `open_weights:`) on BBC news articles of the
+# (`cod/runs/analysis.py`, settings in `params.yaml`, `open_weights:`) on BBC news articles of the
 # offline corpus in windows of `seq_len` tokens, each article after the model's document
 # separator: layer removal, the causal score (eq. 5-6) and usefulness (eq. 9-10, affine maps
 # fitted on other windows) on the evaluation windows; the permutation score (eq. 7-8), whose
@@ -44,7 +44,7 @@
 # `analyse@b_depth` stage), mean over seeds.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: which analyses to read
+profile = "default"  # smoke | default | headline | paper: which analyses to read
 analyses_root = "analyses"
 figures_dir = None  # default: figures/<profile>/b9_open_weight_scores
 models = ["smollm2-135m", "qwen2.5-coder-0.5b", "gemma3-270m"]  # analyses/<profile>/open_weights/<model>/
@@ -69,15 +69,16 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
-from cod import plots, scoreboard
-from cod.analysis import load_analyses, load_layers
-from cod.verdicts import Claims, Verdict, monotone, one_sample, usefulness_at_floor
+import cod.claims.verdicts
+from cod import plots
+from cod.claims import scoreboard
+from cod.runs.analysis import load_analyses, load_layers
+from cod.claims.verdicts import Claims, Verdict, monotone, one_sample, usefulness_at_floor
 
 open_dir = Path(analyses_root) / profile / "open_weights"
 found = {m: open_dir / m for m in models if (open_dir / m / "layers.json").exists()}
 for m in set(models) - set(found):
-    print(f"{m}: no analysis in {open_dir / m}: `python -m cod.analysis open_weights {m} --profile {profile}` "
+    print(f"{m}: no analysis in {open_dir / m}: `python -m cod.runs.analysis open_weights {m} --profile {profile}` "
           "makes it; left out")
 scores = {m: load_layers(path) for m, path in found.items()}
 settings = {m: json.loads((path / "settings.json").read_text()) for m, path in found.items()}
@@ -237,10 +238,10 @@ plots.show(fig, figures_dir, "attention_sparsity")
 
 # %% [markdown]
 # ## Claims, and the rule fixed before the numbers
-# The package's one rule, printed from `cod/verdicts.py`:
+# The package's one rule, printed from `cod/claims/verdicts.py`:
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %% [markdown]
 # Here the **models are the units** in place of seeds. Paper B never measured these public
@@ -396,6 +397,6 @@ if timing_model in scores:  # scoring_times.md, which docs/measurements.md shows
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -15,10 +15,10 @@
 #
 # Each notebook judges the claims of its paper items and writes them to
 # `figures/<profile>/<notebook>/claims.json`; this notebook gathers them. Every claim is
-# registered in `cod/registry.yaml`, written from the papers' text: its paraphrase, the paper's
+# registered in `cod/claims/registry.yaml`, written from the papers' text: its paraphrase, the paper's
 # numbers, the runs it is judged on, and whether it is **the paper's claim** or **a reading of
 # ours** (an extra size, a sensitivity reading, a claim added after the results). The two are
-# tallied apart. One rule decides every verdict, printed below from `cod/verdicts.py`. Theory
+# tallied apart. One rule decides every verdict, printed below from `cod/claims/verdicts.py`. Theory
 # checks (`a3_theory`, `b2_theory`) simulate a lemma or theorem and keep **holds / holds loosely
 # / fails**, each with the tolerance its notebook states. In the table, `ours` quotes the numbers
 # that decided a verdict, `effect` [`ci_low`, `ci_high`] is our effect with its 95% interval
@@ -26,7 +26,7 @@
 # committed results, without training.
 
 # %% tags=["parameters"]
-profile = "default"  # smoke | default | paper: whose notebooks to gather
+profile = "default"  # smoke | default | headline | paper: whose notebooks to gather
 figures_root = "figures"
 figures_dir = None  # default: figures/<profile>/claims
 miniature_profile = "default"  # the profile the headline table sets the headline profile's verdicts beside
@@ -44,9 +44,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from cod import plots, scoreboard, verdicts
-from cod.registry import headline_claims, load_registry
-from cod.results import save_claims
+from cod import plots
+
+from cod.claims import scoreboard, verdicts
+from cod.claims.registry import headline_claims, load_registry
+from cod.records.results import save_claims
 
 print(verdicts.rule(ledger=False))
 
@@ -182,6 +184,6 @@ display(table[table["verdict"] == "not reproduced"][shown].reset_index(drop=True
 # Generated from every notebook's claims gathered above: no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing(table, "the notebooks' figures", detail=False)))

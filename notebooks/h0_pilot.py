@@ -20,7 +20,7 @@
 # deep layers are not measurably less effective. A treatment cannot cure a disease its baseline
 # does not have.
 #
-# **The criterion, committed before any pilot or treatment run** (`cod/pilot.py`, parameters
+# **The criterion, committed before any pilot or treatment run** (`cod/claims/pilot.py`, parameters
 # below). It concerns the Pre-LN baseline alone: no LNS, sparsity or other treatment run is
 # trained by this pilot or read by this notebook. A candidate meets it when its Pre-LN run passes
 # all four tests:
@@ -92,13 +92,15 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from cod import plots, scoreboard
-from cod.analysis import load_analyses
-from cod.compare import unigram_perplexity
+from cod import plots
+
+from cod.claims import scoreboard
+from cod.runs.analysis import load_analyses
+from cod.data.loader import unigram_perplexity
 from cod.config import run_config_from_dict
-from cod.params import load_params, resolve_runs
-from cod.pilot import Criterion, bigram_perplexity, choose, judge
-from cod.results import load_final, load_layer_stats, save_claims
+from cod.runs.params import load_params, resolve_runs
+from cod.claims.pilot import Criterion, bigram_perplexity, choose, judge
+from cod.records.results import load_final, load_layer_stats, save_claims
 
 criterion = Criterion(margin_nats, min_rho, min_depth_ratio, min_growth_ratio, max_removal_ratio)
 runs_dir = Path(runs_root) / profile / experiment

@@ -55,11 +55,11 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.depth_map import (PAPER_A_GAPS, MapPoint, at_fraction, gap_interval, load_curves, load_stats, loss_gap,
+from cod.claims.depth_map import (PAPER_A_GAPS, MapPoint, at_fraction, gap_interval, load_curves, load_stats, loss_gap,
                            variance_ratio)
-from cod.verdicts import Claims, compare, monotone
+from cod.claims.verdicts import Claims, compare, monotone
 
 points = {int(depth): MapPoint(*where) for depth, where in sorted(points.items(), key=lambda kv: int(kv[0]))}
 runs_dir = Path(runs_root) / profile
@@ -75,7 +75,7 @@ display(counts.rename_axis(index="blocks", columns="runs (seeds)"))
 # ## The verdict rule, fixed before the numbers
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %% [markdown]
 # ## The map
@@ -196,6 +196,6 @@ display(claims.save(figures_dir))
 # Generated from the claims this notebook judged (its claims.json): no number below is typed.
 
 # %%
-from cod import scoreboard
+from cod.claims import scoreboard
 
 display(Markdown(scoreboard.closing_of(figures_dir)))

@@ -37,7 +37,7 @@
 # For each departure and each claim it bears on, one question, a reading of ours judged by the
 # package's rule: **does the authors' recipe move our effect toward the paper's value?** The
 # per-seed statistic under the authors' recipe is compared with the same seed's under cod's
-# (`cod.recipes`); "reproduced" means it moved toward the paper, "not reproduced" away.
+# (`cod.claims.recipes`); "reproduced" means it moved toward the paper, "not reproduced" away.
 
 # %% tags=["parameters"]
 profile = "headline"  # smoke | headline: which runs to read
@@ -61,11 +61,11 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-import cod.verdicts
+import cod.claims.verdicts
 from cod import plots
-from cod.recipes import (RecipeTest, Recipe, CommittedRuns, deep_after_warmup, deep_half, last_layer_end, level, paired,
+from cod.claims.recipes import (RecipeTest, Recipe, CommittedRuns, deep_after_warmup, deep_half, last_layer_end, level, paired,
                             val_ppl, variance_table)
-from cod.verdicts import Claims
+from cod.claims.verdicts import Claims
 
 source = CommittedRuns(runs_root, analyses_root, profile)
 
@@ -73,7 +73,7 @@ source = CommittedRuns(runs_root, analyses_root, profile)
 # ## The verdict rule, fixed before the numbers
 
 # %%
-print(cod.verdicts.rule())
+print(cod.claims.verdicts.rule())
 
 # %% [markdown]
 # ## The recipes and the statistics

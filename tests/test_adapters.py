@@ -7,10 +7,10 @@ from torch import nn
 from transformers import (BertConfig, BertModel, Gemma3ForCausalLM, Gemma3TextConfig, Qwen2Config,
                           Qwen2ForCausalLM)
 
-from cod.adapters import HFDecoder, HFEncoder, as_layer_model
+from cod.metrics.adapters import HFDecoder, HFEncoder, as_layer_model
 from cod.config import ModelConfig
-from cod.metrics.attention import attention_pattern, attention_stats
-from cod.interop import to_hf_llama
+from cod.metrics.attention_sparsity import attention_pattern, attention_stats
+from cod.model.interop import to_hf_llama
 from cod.metrics.stream import residual_stream
 from cod.model import Transformer
 

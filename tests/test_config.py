@@ -11,7 +11,7 @@ from cod import config
 from cod.config import (ConfigError, Norm, RunConfig, apply_overrides, choices, field_types, parse_override,
                         run_config)
 from cod.model import Transformer
-from cod.params import load_params, resolve_runs
+from cod.runs.params import load_params, resolve_runs
 
 
 def test_override_values_are_yaml():

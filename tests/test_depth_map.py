@@ -1,4 +1,4 @@
-"""The curse-of-depth map (cod.depth_map): the loss gap paired by seed, the variance ratio by hand."""
+"""The curse-of-depth map (cod.claims.depth_map): the loss gap paired by seed, the variance ratio by hand."""
 
 import json
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cod.depth_map import (PAPER_A_GAPS, MapPoint, at_fraction, gap_interval, load_curves, load_stats, loss_gap,
+from cod.claims.depth_map import (PAPER_A_GAPS, MapPoint, at_fraction, gap_interval, load_curves, load_stats, loss_gap,
                            variance_ratio)
 
 

@@ -19,7 +19,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._device import _device_constructors
 from torch.utils._pytree import tree_leaves
 
-from cod import analysis
+from cod.runs import analysis
 from cod.config import ModelConfig
 from cod.data.tasks import Item
 from cod.eval.lm import LanguageModel

@@ -21,9 +21,12 @@ ROOT = Path(__file__).resolve().parents[1]
 README = documentation()  # README.md and the docs pages it leads to
 
 
+EXPERIMENT = "PATH=$PWD/.venv/bin:$PATH dvc exp run"  # how the docs' experiment line starts
+
+
 def readme_experiment() -> list[str]:
-    """The README's `dvc exp run` line, split into words (its comment dropped)."""
-    return readme_line(".venv/bin/dvc exp run")
+    """The docs' `dvc exp run` line, split into words (its comment dropped), the PATH assignment first."""
+    return readme_line(EXPERIMENT)
 
 
 def readme_line(start: str) -> list[str]:
@@ -82,7 +85,9 @@ def test_the_readme_experiment_runs_one_notebook_in_a_temporary_copy(tmp_path):
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(source, target)
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    venv_bin = Path(sys.executable).parent
+    others = ":".join(p for p in os.environ["PATH"].split(":") if Path(p) != venv_bin)  # as a fresh shell has it
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PATH": others,
            "GIT_AUTHOR_NAME": "test", "GIT_AUTHOR_EMAIL": "test@example.org", "GIT_COMMITTER_NAME": "test",
            "GIT_COMMITTER_EMAIL": "test@example.org"}
 
@@ -94,10 +99,12 @@ def test_the_readme_experiment_runs_one_notebook_in_a_temporary_copy(tmp_path):
     run("git", "init", "-q")
     run("git", "add", ".")
     run("git", "commit", "-q", "-m", "the files of one notebook stage")
+    (repo / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)  # untracked, as in a clone
     words = readme_experiment()
-    words[0] = str(Path(sys.executable).with_name("dvc"))
+    line = next(line.split("#")[0].strip() for line in README.splitlines() if line.lstrip().startswith(EXPERIMENT))
     started = time.time()
-    run(*words)
+    run("bash", "-c", line)  # the line as written: the stages' `python` is the environment's
+    words = words[1:]  # the command after the PATH assignment
     print(f"the README's experiment took {time.time() - started:.0f} s")  # the README states this time
     assert run("git", "status", "--porcelain", "--untracked-files=no") == ""
     [ref] = run("git", "for-each-ref", "--format=%(refname)", "refs/exps").split()
@@ -106,7 +113,7 @@ def test_the_readme_experiment_runs_one_notebook_in_a_temporary_copy(tmp_path):
     assert "params.yaml" in changed and "dvc.lock" in changed
     assert all(path in ("params.yaml", "dvc.lock") or stage in path for path in changed), changed
     params = yaml.safe_load(run("git", "show", f"{ref}:params.yaml"))
-    table = run(str(Path(sys.executable).with_name("dvc")), *readme_line(".venv/bin/dvc exp show")[1:])
+    table = run(str(venv_bin / "dvc"), *readme_line(".venv/bin/dvc exp show")[1:])
     assert max(map(len, table.splitlines())) <= 120 and "shallow_layers" in table, table
     for override in (w for flag, w in zip(words, words[1:]) if flag == "-S"):
         key, value = override.split("=", 1)

@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 import yaml
 
-from cod import ROOT, curves
+from cod import ROOT
+
+from cod.runs import curves
 from cod.config import ConfigError, run_config
 from cod.pipeline import runner, stages
 from cod.report import pipeline_graph
@@ -36,10 +38,10 @@ def test_a_notebook_stage_depends_on_every_cod_module_it_reaches(name, stale):
 
 
 def test_the_import_walk_follows_modules_through_cod():
-    modules = stages.reached("from cod.verdicts import compare\nfrom cod import plots\n")
-    assert {"cod.verdicts", "cod.registry", "cod.results", "cod.plots"} <= modules
-    assert "cod.train.trainer" not in stages.reached("from cod.registry import load_registry\n")
-    assert "cod/registry.yaml" in stages.notebook_deps("a4_variance_dynamics")  # the registry's data
+    modules = stages.reached("from cod.claims.verdicts import compare\nfrom cod import plots\n")
+    assert {"cod.claims.verdicts", "cod.claims.registry", "cod.records.results", "cod.plots"} <= modules
+    assert "cod.train.trainer" not in stages.reached("from cod.claims.registry import load_registry\n")
+    assert "cod/claims/registry.yaml" in stages.notebook_deps("a4_variance_dynamics")  # the registry's data
 
 
 def test_relative_imports_resolve_against_their_package():

@@ -12,7 +12,7 @@ from cod.data.tasks import TASKS, Item, chance, load_task
 from cod.eval.lm import EOT, LanguageModel, load_tokenizer
 from cod.eval.perplexity import perplexity, perplexity_text
 from cod.eval.zeroshot import evaluate, loglikelihoods, score_items
-from cod.interop import to_hf_llama
+from cod.model.interop import to_hf_llama
 from cod.model import Transformer
 
 WORDS = ["<|endoftext|>", "a", "b", "x", "yyyy", "zz"]  # 6: an even width for RoPE

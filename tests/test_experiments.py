@@ -18,14 +18,14 @@ import pytest
 import torch
 
 from conftest import tiny_run
-from cod.analysis import (analyse, analysed_runs, analysis_settings, load_analyses, load_attention, load_complete,
+from cod.runs.analysis import (analyse, analysed_runs, analysis_settings, load_analyses, load_attention, load_complete,
                           load_layers, save_attention, save_layers)
 from cod.config import ConfigError, ModelConfig, run_config
-from cod.flops import flops_per_token
-from cod.metrics.attention import attention_at_lengths
-from cod.params import ROOT, Run, all_runs, load_params, profile_settings, resolve_runs, section_of
+from cod.model.flops import flops_per_token
+from cod.metrics.attention_sparsity import attention_at_lengths
+from cod.runs.params import ROOT, Run, all_runs, load_params, profile_settings, resolve_runs, section_of
 from cod.pipeline import experiments
-from cod.plan import (CPU_PROFILES, measured_core_hours, plan, record_block, run_seconds, shape_key,
+from cod.runs.plan import (CPU_PROFILES, measured_core_hours, plan, record_block, run_seconds, shape_key,
                       tokens_per_parameter)
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
@@ -100,7 +100,7 @@ def test_plan_prints_every_experiment_and_the_totals():
 
 
 def test_an_unmeasured_shape_takes_a_measured_speed_of_its_width_scaled_by_flops(monkeypatch):
-    monkeypatch.setattr("cod.plan.time_steps", lambda cfg: pytest.fail("timed although a shape of its width was measured"))
+    monkeypatch.setattr("cod.runs.plan.time_steps", lambda cfg: pytest.fail("timed although a shape of its width was measured"))
     shallow, deep = (Run("smoke", "e", "v", 0, {"model.d_model": 32, "model.n_heads": 2, "model.n_layers": layers,
                                                 "train.stats_every": 0})
                      for layers in (4, 8))
@@ -117,9 +117,9 @@ def test_an_unmeasured_shape_takes_a_measured_speed_of_its_width_scaled_by_flops
 
 
 def test_the_plan_table_counts_each_profiles_runs_and_measured_hours(tmp_path, monkeypatch):
-    for module in ("cod.plan", "cod.params"):
+    for module in ("cod.runs.plan", "cod.runs.params"):
         monkeypatch.setattr(f"{module}.ROOT", tmp_path)
-    monkeypatch.setattr("cod.plan.time_steps", lambda cfg: 1000.0)
+    monkeypatch.setattr("cod.runs.plan.time_steps", lambda cfg: 1000.0)
     for name, wall in (("a/x_s0", 1800.0), ("b/y_s1", 5400.0)):
         (tmp_path / "runs" / "smoke" / name).mkdir(parents=True)
         (tmp_path / "runs" / "smoke" / name / "final.json").write_text(json.dumps({"wall_s": wall}))
@@ -146,7 +146,7 @@ def test_default_profile_meets_the_miniatures_criterion():
 
 
 def test_status_distinguishes_result_weights_and_nothing(tiny_tokens, tmp_path, monkeypatch):
-    monkeypatch.setattr("cod.params.ROOT", tmp_path)
+    monkeypatch.setattr("cod.runs.params.ROOT", tmp_path)
     overrides = dict(o.split("=", 1) for o in tiny_run(tiny_tokens, "train.steps=4", "train.ckpt_every=0"))
     overrides = {k: json.loads(v) if v[0].isdigit() or v[0] == "-" else v for k, v in overrides.items()}
     run = Run("smoke", "demo", "v", 0, overrides)
@@ -180,7 +180,7 @@ def test_an_analysis_measures_the_variants_it_names():
 
 
 def test_an_analysis_can_measure_only_some_runs(tmp_path, monkeypatch):
-    monkeypatch.setattr("cod.params.ROOT", tmp_path)  # no weights anywhere
+    monkeypatch.setattr("cod.runs.params.ROOT", tmp_path)  # no weights anywhere
     params = smoke_params()
     with pytest.raises(FileNotFoundError, match=r"no weights for \['lns_s0'\]"):  # the others are not asked for
         analyse("a_130m", params, only=["lns_s0"])
@@ -263,7 +263,7 @@ def test_an_analysis_stores_the_jacobian_matrices_of_its_jacobian_seeds_only(tmp
 
 
 def test_attention_lengths_beyond_a_models_positions_are_refused_before_any_run():
-    from cod.analysis import analyse
+    from cod.runs.analysis import analyse
 
     params = smoke_params()
     params["analyses"]["b_depth"] = {**params["analyses"]["b_depth"], "attention_lengths": [16, 4096]}
@@ -294,7 +294,7 @@ def test_an_unknown_override_in_a_run_still_names_the_setting():
 def gpu_experiment(tmp_path, monkeypatch, gpus: int, **profile) -> dict:
     """Params of a four-run experiment trained under tmp_path, with `gpus` GPUs visible."""
     monkeypatch.setattr(experiments, "ROOT", tmp_path)
-    monkeypatch.setattr("cod.params.ROOT", tmp_path)
+    monkeypatch.setattr("cod.runs.params.ROOT", tmp_path)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     size = {"model.d_model": 16, "model.n_layers": 2, "model.n_heads": 2}
@@ -487,12 +487,12 @@ def test_ctrl_c_stops_the_runs_at_their_checkpoints_and_prints_one_line(tiny_tok
 def test_what_is_not_found_is_named_with_the_command_that_makes_it_for_its_profile(tmp_path, monkeypatch):
     """Tokens, runs, weights, analyses, claims and tokenizers not found: each error names the command
     that makes them, for the profile their folder belongs to."""
-    from cod.analysis import load_layers, load_sizes, stored_settings
-    from cod.compare import failure_line
+    from cod.runs.analysis import load_layers, load_sizes, stored_settings
+    from cod.claims.tables import failure_line
     from cod.data.loader import open_tokens
     from cod.eval.lm import load_tokenizer
-    from cod.results import load_model, run_dirs
-    from cod.scoreboard import collect
+    from cod.records.results import load_model, run_dirs
+    from cod.claims.scoreboard import collect
 
     params = gpu_experiment(tmp_path, monkeypatch, gpus=0)
     (tmp_path / resolve_runs("demo", params)[0].config.data.dataset_dir / "train.bin").unlink()
@@ -512,11 +512,11 @@ def test_what_is_not_found_is_named_with_the_command_that_makes_it_for_its_profi
         lambda: load_model(tmp_path / "checkpoints" / "paper" / "a_130m" / "lns_s2" / "model.pt"):
             "`python -m cod.pipeline.experiments train a_130m --profile paper --variants lns --seeds 2` trains it",
         lambda: load_layers(tmp_path / "analyses" / "paper" / "a_130m" / "lns_s2"):
-            "`python -m cod.analysis a_130m --profile paper` makes it",
+            "`python -m cod.runs.analysis a_130m --profile paper` makes it",
         lambda: stored_settings(tmp_path / "analyses" / "paper" / "b_depth"):
-            "`python -m cod.analysis b_depth --profile paper`",
+            "`python -m cod.runs.analysis b_depth --profile paper`",
         lambda: load_sizes(tmp_path / "analyses" / "paper", ["a_130m"], {"Pre-LN": "pre_ln"}):
-            "`python -m cod.analysis a_130m --profile paper` make them",
+            "`python -m cod.runs.analysis a_130m --profile paper` make them",
         lambda: collect(tmp_path / "figures", "paper"): "`python -m cod.pipeline.notebook NAME -p profile=paper`",
     }
     for call, command in expected.items():

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from cod.config import run_config
 from cod.model import Sublayer, SwiGLU
-from cod.params import all_runs, load_params
+from cod.runs.params import all_runs, load_params
 from cod.train import fingerprint
 
 

@@ -1,9 +1,9 @@
-"""Training FLOPs per token (cod.flops), counted by hand on small shapes."""
+"""Training FLOPs per token (cod.model.flops), counted by hand on small shapes."""
 
 import pytest
 
 from cod.config import ModelConfig
-from cod.flops import flops_per_token, step_products
+from cod.model.flops import flops_per_token, step_products
 
 
 def test_dense_counts_every_product_and_causal_attention():

@@ -14,7 +14,7 @@ import torch
 
 from conftest import tiny_run, torchrun
 from cod.config import run_config
-from cod.loss import IGNORE_INDEX
+from cod.model.loss import IGNORE_INDEX
 from cod.model import MoE, Transformer
 from cod.train import run, trainer
 from cod.train.trainer import Dist, Trainer
@@ -357,7 +357,7 @@ def test_moe_dispatch_of_the_gpu_equals_expert_by_expert(dispatch, monkeypatch):
 
 def test_loss_chunks_grow_on_a_gpu_and_stay_as_they_were_on_the_cpu(monkeypatch):
     """At a 50K vocabulary the loss took 256-row chunks everywhere: 128 per 32K-token micro-batch."""
-    from cod import loss
+    from cod.model import loss
 
     cpu, gpu = torch.device("cpu"), torch.device("cuda")
     assert loss.chunk_rows(50304, cpu) == 256 and loss.chunk_rows(2048, cpu) == 256 and loss.chunk_rows(300, cpu) == 436
@@ -375,7 +375,7 @@ import sys
 import torch
 from pathlib import Path
 from cod.config import run_config
-from cod.loss import IGNORE_INDEX
+from cod.model.loss import IGNORE_INDEX
 from cod.train.trainer import Trainer
 
 out, *overrides = sys.argv[1:]

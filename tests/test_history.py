@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from cod.results import compact_history, history_line, read_history
+from cod.records.results import compact_history, history_line, read_history
 
 
 def float32s(*values: float) -> list[float]:

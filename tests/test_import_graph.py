@@ -21,16 +21,16 @@ def module_name(path: Path) -> str:
 
 MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
-# the layers, lowest first: a module prefix (a module, or a package and all below it) in each
+# the layers, lowest first: a module prefix (a module, or a package and all below it) in each. Every layer
+# above the base is a package of its own, so `ls cod` shows them (test_the_layers_are_the_folders_of_cod)
 LAYERS = [
     ("base", ["cod", "cod.paths", "cod.config", "cod.locks", "cod.progress", "cod.png", "cod.plots", "cod.kernel"]),
-    ("model", ["cod.model", "cod.cpu_attention", "cod.loss", "cod.flops", "cod.vision", "cod.interop"]),
-    ("data, measures, theory", ["cod.data", "cod.metrics", "cod.eval", "cod.theory", "cod.adapters"]),
-    ("records", ["cod.results"]),  # below the trainer, which writes them
+    ("model", ["cod.model"]),
+    ("data, measures, theory", ["cod.data", "cod.metrics", "cod.eval", "cod.theory"]),
+    ("records", ["cod.records"]),  # below the trainer, which writes them
     ("train", ["cod.train"]),
-    ("experiments", ["cod.params", "cod.plan", "cod.analysis", "cod.curves"]),  # the runs, their cost, their analyses
-    ("claims", ["cod.verdicts", "cod.registry", "cod.scoreboard", "cod.ladder", "cod.compare", "cod.recipes",
-                "cod.pilot", "cod.depth_map", "cod.sweep"]),
+    ("runs", ["cod.runs"]),  # the runs params.yaml declares, their cost, their analyses, their curves
+    ("claims", ["cod.claims"]),
     ("report", ["cod.report"]),
     ("pipeline", ["cod.pipeline"]),
     ("tools", ["cod.tools"]),
@@ -144,3 +144,13 @@ def test_the_reason_sits_on_the_import_or_on_a_comment_line_above():
               "    import x\n    import y  # lazy: heavy, only for the command line\n    import z\n"
               "    from w import (a,\n                   b)  # lazy: w is slow\n")
     assert unexplained(source) == [(5, "import json"), (12, "import z")]
+
+
+def test_the_layers_are_the_folders_of_cod():
+    """Above the base (configuration, paths and the notebooks' plotting kit, loose in cod/), each layer
+    is a package: a module sits in cod/ itself only when the base names it."""
+    base = set(LAYERS[0][1])
+    loose = [name for name, path in MODULES.items() if path.parent == PACKAGE and name not in base]
+    assert not loose, f"modules loose in cod/ but not in the base layer: {loose}"
+    packages = {prefix for _, prefixes in LAYERS[1:] for prefix in prefixes}
+    assert all((PACKAGE / name.split(".")[1] / "__init__.py").is_file() for name in packages)

@@ -8,7 +8,7 @@ from transformers import (AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, M
                           Qwen2ForCausalLM)
 
 from cod.config import ConfigError, ModelConfig
-from cod.interop import ConversionError, config_from_hf, from_hf_llama, hf_config_from, to_hf_llama
+from cod.model.interop import ConversionError, config_from_hf, from_hf_llama, hf_config_from, to_hf_llama
 from cod.model import Transformer
 
 SHAPE = dict(vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,

@@ -5,11 +5,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import cod.loss
+import cod.model.loss
 from cod.config import ModelConfig
-from cod.cpu_attention import softmax_attention
-from cod.interop import HF, OURS, _rename, to_hf_llama
-from cod.loss import IGNORE_INDEX, linear_cross_entropy
+from cod.model.cpu_attention import softmax_attention
+from cod.model.interop import HF, OURS, _rename, to_hf_llama
+from cod.model.loss import IGNORE_INDEX, linear_cross_entropy
 from cod.model import Transformer
 
 
@@ -43,8 +43,8 @@ def test_attention_works_under_jacrev():
 
 @pytest.mark.parametrize("chunk", [40, 2**17], ids=["many-chunks", "one-chunk"])
 def test_chunked_loss_equals_cross_entropy_with_gradients(chunk, monkeypatch):
-    monkeypatch.setattr(cod.loss, "CHUNK_ELEMENTS", chunk)  # 40 logits: rows of 13 split into chunks of 3
-    monkeypatch.setattr(cod.loss, "MIN_ROWS", 1)
+    monkeypatch.setattr(cod.model.loss, "CHUNK_ELEMENTS", chunk)  # 40 logits: rows of 13 split into chunks of 3
+    monkeypatch.setattr(cod.model.loss, "MIN_ROWS", 1)
     g = torch.Generator().manual_seed(0)
     h = torch.randn(50, 8, generator=g, dtype=torch.float64, requires_grad=True)
     w = torch.randn(13, 8, generator=g, dtype=torch.float64, requires_grad=True)

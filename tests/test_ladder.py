@@ -1,4 +1,4 @@
-"""Paper B's sparsity ladders (cod.ladder) read from hand-made run folders, and runs at equal FLOPs."""
+"""Paper B's sparsity ladders (cod.claims.ladder) read from hand-made run folders, and runs at equal FLOPs."""
 
 import json
 
@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 import torch
 
-from cod.analysis import save_layers
+from cod.runs.analysis import save_layers
 from cod.config import ConfigError, ModelConfig, run_config
-from cod.flops import flops_per_token
-from cod.ladder import Rung, load_ladder, paper_along, paper_pair, paper_rows, rungs_from
+from cod.model.flops import flops_per_token
+from cod.claims.ladder import Rung, load_ladder, paper_along, paper_pair, paper_rows, rungs_from
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
-from cod.params import load_params, resolve_runs, steps_at_equal_flops
-from cod.verdicts import Claims, monotone
+from cod.runs.params import load_params, resolve_runs, steps_at_equal_flops
+from cod.claims.verdicts import Claims, monotone
 
 
 def write_run(root, experiment, name, status="completed", val_ppl=100.0, layers=3):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cod.params import load_params
+from cod.runs.params import load_params
 from cod.report import memory_sizes
 from cod.tools import memory
 

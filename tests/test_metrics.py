@@ -9,7 +9,7 @@ from torch import nn
 
 from cod.config import ModelConfig
 from cod.metrics.angular import adjacent_distances, angular_distance, angular_distances, by_offset, column_scaled
-from cod.metrics.attention import attention_at_lengths, attention_entropy, attention_sparsity, attention_stats
+from cod.metrics.attention_sparsity import attention_at_lengths, attention_entropy, attention_sparsity, attention_stats
 from cod.metrics.causal import causal_scores
 from cod.metrics.effectiveness import analyse_layers
 from cod.metrics.jacobian import block_jacobians

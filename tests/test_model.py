@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from cod.config import ConfigError, ModelConfig
-from cod.interop import from_hf_llama, to_hf_llama
+from cod.model.interop import from_hf_llama, to_hf_llama
 from cod.model import Transformer
 
 

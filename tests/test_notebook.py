@@ -15,9 +15,9 @@ import yaml
 
 from cod import kernel
 from cod.config import ConfigError, parse_override
-from cod.ladder import Rung, load_ladder
+from cod.claims.ladder import Rung, load_ladder
 from cod.pipeline import notebook, stages
-from cod.results import run_dirs
+from cod.records.results import run_dirs
 
 A4 = "a4_variance_dynamics"
 
@@ -221,7 +221,7 @@ def test_papermills_injected_cell_is_read_from_the_kernels_history():
 def test_without_figures_dir_a_notebook_writes_to_a_folder_of_its_own(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     folder = kernel.start(A4, "default", None)
-    assert folder == str(tmp_path / "cod" / "default" / A4) and Path(folder).is_dir()
+    assert folder == str(tmp_path / "cod-figures" / "default" / A4) and Path(folder).is_dir()
     assert not kernel.committed(folder, A4, "default")
     assert kernel.committed(f"figures/default/{A4}", A4, "default")
     given = tmp_path / "given" / "a4"
@@ -250,7 +250,7 @@ def test_plain_papermill_leaves_the_committed_results_alone(tmp_path):
     readme = (notebook.ROOT / "README.md").read_bytes()
     done = papermill_run(tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    written = tmp_path / "cod" / "default" / CHEAPEST
+    written = tmp_path / "cod-figures" / "default" / CHEAPEST
     assert (written / "claims.json").is_file() and list(written.glob("*.png"))
     assert {p: p.read_bytes() for p in committed} == before
     assert (notebook.ROOT / "README.md").read_bytes() == readme

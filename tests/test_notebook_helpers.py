@@ -1,5 +1,5 @@
 """The helpers notebooks a2/a10 (norms at several sizes, from their layer analyses) and a5/a7/a8/a9
-(a table of variants at one size or several: `cod.sweep.Sweep`) share: loading, tables, claims marked
+(a table of variants at one size or several: `cod.claims.sweep.Sweep`) share: loading, tables, claims marked
 by size, figures."""
 
 import json
@@ -11,14 +11,16 @@ import pandas as pd
 import pytest
 import torch
 
-from cod import compare, plots
-from cod.analysis import load_sizes, norm_tables, save_layers, size_label
-from cod.compare import load_size_sweep, load_variants, perplexities, ppl_and_loss
+from cod import plots
+
+from cod.claims import tables as compare
+from cod.runs.analysis import load_sizes, norm_tables, save_layers, size_label
+from cod.claims.tables import load_size_sweep, load_variants, perplexities, ppl_and_loss
 from cod.config import ModelConfig
 from cod.metrics.effectiveness import analyse_layers
 from cod.model import Transformer
-from cod.sweep import Sweep
-from cod.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, SizeClaims, Verdict
+from cod.claims.sweep import Sweep
+from cod.claims.verdicts import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, SizeClaims, Verdict
 
 NORMS = {"Pre-LN": "pre_ln", "LNS": "lns"}
 

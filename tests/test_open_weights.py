@@ -1,5 +1,5 @@
-"""Paper B's scores of open-weight decoders (`python -m cod.analysis open_weights MODEL`) and paper A's depth
-measures of open-weight decoders and encoders (`python -m cod.analysis open_weight_depth`, which a1 reads), end
+"""Paper B's scores of open-weight decoders (`python -m cod.runs.analysis open_weights MODEL`) and paper A's depth
+measures of open-weight decoders and encoders (`python -m cod.runs.analysis open_weight_depth`, which a1 reads), end
 to end on tiny models standing in for the pretrained ones, and the settings' checks."""
 
 import json
@@ -11,10 +11,10 @@ import torch
 import yaml
 from transformers import BertConfig, BertModel
 
-import cod.analysis
+import cod.runs.analysis
 import cod.eval.pretrained
-from cod.adapters import as_layer_model
-from cod.analysis import encoder_windows, load_layers, load_open_depth, open_weight_settings, open_weight_windows
+from cod.metrics.adapters import as_layer_model
+from cod.runs.analysis import encoder_windows, load_layers, load_open_depth, open_weight_settings, open_weight_windows
 from cod.config import ConfigError, ModelConfig
 from cod.metrics.angular import angular_distance, angular_distances
 from cod.metrics.jacobian import identity_deviation, token_jacobians
@@ -46,7 +46,7 @@ def repo(tmp_path, monkeypatch):
     raw.mkdir(parents=True)
     articles = [" ".join(["alpha beta gamma", "delta"] * (5 + k)) for k in range(20)]
     (raw / "bbc.jsonl").write_text("".join(json.dumps({"text": a}) + "\n" for a in articles))
-    monkeypatch.setattr(cod.analysis, "ROOT", tmp_path)
+    monkeypatch.setattr(cod.runs.analysis, "ROOT", tmp_path)
     return tmp_path
 
 
@@ -87,14 +87,14 @@ def test_settings_are_checked():
     with pytest.raises(ConfigError, match="permutation_tokens=64 must not exceed open_weights.eval_tokens=32"):
         open_weight_settings({"profile": "smoke", "open_weights": {**SETTINGS, "permutation_tokens": 64}})
     with pytest.raises(ConfigError, match="model='other' is not in open_weights.models; allowed: tiny"):
-        cod.analysis.analyse_open("other", {"profile": "smoke", "open_weights": SETTINGS})
+        cod.runs.analysis.analyse_open("other", {"profile": "smoke", "open_weights": SETTINGS})
 
 
 def test_every_score_is_stored_and_reloaded(repo, monkeypatch):
     torch.manual_seed(0)
     model = Transformer(ModelConfig(vocab_size=27, d_model=16, n_layers=3, n_heads=2, max_seq_len=16)).eval()
-    monkeypatch.setattr(cod.analysis, "load_layered", lambda name: (model, CharTokenizer()))
-    cod.analysis.analyse_open("tiny", {"profile": "smoke", "open_weights": SETTINGS})
+    monkeypatch.setattr(cod.runs.analysis, "load_layered", lambda name: (model, CharTokenizer()))
+    cod.runs.analysis.analyse_open("tiny", {"profile": "smoke", "open_weights": SETTINGS})
     folder = repo / "analyses" / "smoke" / "open_weights" / "tiny"
     assert not (folder / "jacobians.npz").exists()  # the matrices of real widths are too large for git
     scores = load_layers(folder)
@@ -107,14 +107,14 @@ def test_every_score_is_stored_and_reloaded(repo, monkeypatch):
 
 
 def test_params_yaml_settings_are_complete():
-    params = yaml.safe_load(open(cod.analysis.ROOT / "params.yaml"))
+    params = yaml.safe_load(open(cod.runs.analysis.ROOT / "params.yaml"))
     for profile in ("smoke", "default", "paper"):
         spec = open_weight_settings({**params, "profile": profile})
         assert set(spec["models"]) <= set(cod.eval.pretrained.PRETRAINED)
         assert all(cod.eval.pretrained.PRETRAINED[m].kind == "decoder" for m in spec["models"])
 
 
-# ---------------------------------------------- paper A's depth measures (python -m cod.analysis open_weight_depth)
+# ---------------------------------------------- paper A's depth measures (python -m cod.runs.analysis open_weight_depth)
 
 DEPTH = dict(models=["tiny", "tiny-encoder"], seq_len=8, text_tokens=40, groups=2, arc_limit=2, arc_layers=None,
              jacobian_sequences=3, jacobian_seq_len=6, jacobian_blocks=2, threads=1)
@@ -142,15 +142,15 @@ def depth_models(repo, monkeypatch):
     models = {"tiny": (decoder, CharTokenizer()), "tiny-encoder": (encoder, EncoderTokenizer())}
     kinds = {name: cod.eval.pretrained.Pretrained((), "", "", kind) for name, kind in (("tiny", "decoder"),
                                                                                       ("tiny-encoder", "encoder"))}
-    monkeypatch.setattr(cod.analysis, "PRETRAINED", kinds)
-    monkeypatch.setattr(cod.analysis, "load_layered", lambda name: models[name])
+    monkeypatch.setattr(cod.runs.analysis, "PRETRAINED", kinds)
+    monkeypatch.setattr(cod.runs.analysis, "load_layered", lambda name: models[name])
     orders = []
 
     def evaluate(lm, task, limit, progress=None):
         orders.append(lm.order)
         return {"task": task, "acc": 0.5 + 0.125 * len(orders), "acc_norm": 0.25, "chance": 0.25, "n": limit}
 
-    monkeypatch.setattr(cod.analysis, "evaluate", evaluate)
+    monkeypatch.setattr(cod.runs.analysis, "evaluate", evaluate)
     return models, orders
 
 
@@ -159,7 +159,7 @@ def test_the_depth_analysis_stores_what_the_measures_give_directly(repo, depth_m
     notebook computed them before the stage did (read back exactly: full precision)."""
     models, orders = depth_models
     (repo / "analyses" / "smoke" / "open_weight_depth" / "gone").mkdir(parents=True)  # a model no longer listed
-    cod.analysis.analyse_open_depth({"profile": "smoke", "open_weight_depth": DEPTH})
+    cod.runs.analysis.analyse_open_depth({"profile": "smoke", "open_weight_depth": DEPTH})
     folder = repo / "analyses" / "smoke" / "open_weight_depth"
     assert sorted(p.name for p in folder.iterdir()) == ["settings.json", "tiny", "tiny-encoder"]
     assert json.loads((folder / "settings.json").read_text()) == {**DEPTH, "device": "cpu"}
@@ -228,16 +228,16 @@ def test_a_bad_depth_setting_is_one_line_before_anything_is_measured(depth_model
     def measured(*args, **kwargs):
         raise AssertionError("measured before the settings were checked")
 
-    monkeypatch.setattr(cod.analysis, "measure_depth", measured)
+    monkeypatch.setattr(cod.runs.analysis, "measure_depth", measured)
     with pytest.raises(ConfigError, match=re.escape(message)) as refused:
-        cod.analysis.analyse_open_depth({"profile": "smoke", "open_weight_depth": {**DEPTH, **change}})
+        cod.runs.analysis.analyse_open_depth({"profile": "smoke", "open_weight_depth": {**DEPTH, **change}})
     assert "\n" not in str(refused.value)
 
 
 def test_params_yaml_depth_settings_are_complete():
-    params = yaml.safe_load(open(cod.analysis.ROOT / "params.yaml"))
+    params = yaml.safe_load(open(cod.runs.analysis.ROOT / "params.yaml"))
     for profile in ("smoke", "default", "paper"):
-        spec = cod.analysis.open_depth_settings({**params, "profile": profile})
+        spec = cod.runs.analysis.open_depth_settings({**params, "profile": profile})
         kinds = {cod.eval.pretrained.PRETRAINED[m].kind for m in spec["models"]}
         assert kinds == {"decoder", "encoder"}, profile  # the contrast a1 draws: Pre-LN decoders, Post-LN encoders
     assert "models" not in params["notebooks"]["a1_open_weight_models"]  # the notebook reads what the stage measured
@@ -245,5 +245,5 @@ def test_params_yaml_depth_settings_are_complete():
 
 def test_the_depth_command_takes_no_model(capsys):
     with pytest.raises(SystemExit):
-        cod.analysis.main(["open_weight_depth", "gemma3-270m", "--device", "cpu"])
+        cod.runs.analysis.main(["open_weight_depth", "gemma3-270m", "--device", "cpu"])
     assert "open_weight_depth takes no model" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The headline profile's criterion (cod.pilot): each test at its threshold, the bigram model, the choice."""
+"""The headline profile's criterion (cod.claims.pilot): each test at its threshold, the bigram model, the choice."""
 
 import json
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cod.pilot import Criterion, bigram_perplexity, choose, judge
+from cod.claims.pilot import Criterion, bigram_perplexity, choose, judge
 
 L = 12
 CURSED = {  # a run that passes every test: variance rising with depth and, in deep blocks, over training

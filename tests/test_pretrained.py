@@ -18,11 +18,11 @@ import torch
 from torch import nn
 from transformers import MPNetConfig, MPNetModel
 
-from cod.adapters import KEEP_KINDS, HFDecoder, HFEncoder, as_layer_model
+from cod.metrics.adapters import KEEP_KINDS, HFDecoder, HFEncoder, as_layer_model
 from cod.data import packages
 from cod.eval.pretrained import PRETRAINED, Pretrained, _split, _weights, load_layered, load_pretrained
-from cod.interop import ConversionError, from_hf_llama
-from cod.metrics.attention import attention_pattern
+from cod.model.interop import ConversionError, from_hf_llama
+from cod.metrics.attention_sparsity import attention_pattern
 from cod.model import Transformer
 
 ORDERS = [None, [1, 0, 0, 3, 5]]  # as is; then 0 and 1 swapped, 0 repeated, 2 and 4 removed (the rest as is)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from cod import analysis
+from cod.runs import analysis
 from cod.eval.lm import LanguageModel
 from cod.eval.zeroshot import evaluate
 from cod.metrics.jacobian import block_jacobians

@@ -19,9 +19,9 @@ import pytest
 import torch
 
 from conftest import documentation, torchrun
-from cod import analysis
+from cod.runs import analysis
 from cod.data.tokenizer import train_bpe
-from cod.params import load_params
+from cod.runs.params import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 README = documentation()  # README.md and the docs pages it leads to

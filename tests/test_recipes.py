@@ -1,12 +1,12 @@
-"""cod.recipes: per-seed statistics read from run folders, and the move toward the paper's value."""
+"""cod.claims.recipes: per-seed statistics read from run folders, and the move toward the paper's value."""
 
 import json
 import math
 
 import pytest
 
-from cod.recipes import CommittedRuns, Recipe, RecipeTest, deep_after_warmup, last_layer_end, level, paired, val_ppl
-from cod.registry import RegistryError, departures, load_registry
+from cod.claims.recipes import CommittedRuns, Recipe, RecipeTest, deep_after_warmup, last_layer_end, level, paired, val_ppl
+from cod.claims.registry import RegistryError, departures, load_registry
 
 
 def write_run(root, experiment, variant, seed, ppl, variances):

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cod.registry import (DEFAULT_PATH, ClaimEntry, RegistryError, definitions, headline_claims, load_registry,
+from cod.claims.registry import (DEFAULT_PATH, ClaimEntry, RegistryError, definitions, headline_claims, load_registry,
                           our_readings, paper_claims, parse_claim)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cod import scoreboard
+from cod.claims import scoreboard
 
 ROOT = Path(__file__).resolve().parent.parent
 

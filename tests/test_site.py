@@ -17,7 +17,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from cod.registry import load_registry
+from cod.claims.registry import load_registry
 from cod.report import site
 
 PROFILE = "default"
@@ -107,7 +107,7 @@ def test_the_report_links_notebooks_and_claims_in_the_site_and_shows_other_files
                 "| [ratio 0.9 [0.8, 1]](../notebooks/executed/default/a5_norm.ipynb) "
                 "(`a5-gap:L=24`, stage `a5_norm`) |\n\n"
                 "[ratio 1](../notebooks/executed/headline/a5_norm.ipynb) (`a5-gap:L=24`, stage `headline_a5_norm`); "
-                "[the rule](../cod/verdicts.py), [paper A](https://arxiv.org/abs/2502.05795), [below](#departures).\n\n"
+                "[the rule](../cod/claims/verdicts.py), [paper A](https://arxiv.org/abs/2502.05795), [below](#departures).\n\n"
                 "## Departures\n")
     page = site.report_page(markdown, tables, pages, {"default": "claims.html"})
     assert ('<a href="default/a5_norm/notebook.html">ratio 0.9 [0.8, 1]</a> (<a href="claims.html#claim-a5-gap:L=24">'

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from cod.theory import (attention, bounds, claims, fits, jacobians, moe, real_stack, residual_variance, sparsity,
+from cod.theory import (attention_variance, bounds, checks, fits, jacobians, moe, real_stack, residual_variance, sparsity,
                         weight_decay)
 from cod.theory.stack import LayerWeights, StackConfig, attn_sublayer, ffn_sublayer, layer_weights, simulate
 
@@ -38,7 +38,7 @@ def test_uniform_average_variance_is_sigma2_over_n():
     """Closed form: the mean of n independent N(0, sigma^2) values has variance sigma^2 / n."""
     ns = [1, 4, 16, 64, 256]
     sigma, draws = 2.0, 4000
-    d = attention.head_output_draws(ns, draws, sigma=sigma, seed=1)
+    d = attention_variance.head_output_draws(ns, draws, sigma=sigma, seed=1)
     rel = d.var(0) * np.array(ns) / sigma**2 - 1
     assert np.all(np.abs(rel) < 4 * math.sqrt(2 / draws))  # 4 standard errors of a variance estimate
     est = fits.variance_exponent(ns, d, n_boot=200, seed=0)
@@ -58,29 +58,29 @@ def test_bootstrap_interval_covers_mean():
 
 def test_verdict_rules():
     e = fits.Estimate(-1.02, -1.05, -0.99)
-    assert claims.exponent_verdict(e, -1.0) == "holds"
-    assert claims.exponent_verdict(e, -1.1) == "holds loosely"
-    assert claims.exponent_verdict(e, -2.0) == "fails"
-    assert claims.bound_verdict([1, 2], [1.5, 2.5]) == "holds"
-    assert claims.bound_verdict([1, 2], [100, 200]) == "holds loosely"
-    assert claims.bound_verdict([1, 3], [2, 2]) == "fails"
-    assert claims.at_least_verdict(fits.Estimate(0.3, 0.28, 0.32), 1.0) == "fails"
-    assert claims.law_preference_verdict({"power": 0.02, "exponential": 0.4}, "exponential") == "fails"
-    assert claims.weakest("holds", "fails", "holds loosely") == "fails"
+    assert checks.exponent_verdict(e, -1.0) == "holds"
+    assert checks.exponent_verdict(e, -1.1) == "holds loosely"
+    assert checks.exponent_verdict(e, -2.0) == "fails"
+    assert checks.bound_verdict([1, 2], [1.5, 2.5]) == "holds"
+    assert checks.bound_verdict([1, 2], [100, 200]) == "holds loosely"
+    assert checks.bound_verdict([1, 3], [2, 2]) == "fails"
+    assert checks.at_least_verdict(fits.Estimate(0.3, 0.28, 0.32), 1.0) == "fails"
+    assert checks.law_preference_verdict({"power": 0.02, "exponential": 0.4}, "exponential") == "fails"
+    assert checks.weakest("holds", "fails", "holds loosely") == "fails"
     # "holds loosely" is within a stated tolerance of the claim, never merely the right direction
-    assert claims.exponent_verdict(fits.Estimate(-0.5, -0.6, -0.4), -1.0) == "fails"
-    assert claims.exponent_verdict(claims.exact(317.0), 1.0) == "fails"
-    assert claims.value_verdict(fits.Estimate(1.03, 1.02, 1.04), 1.0) == "holds loosely"
-    assert claims.bound_verdict([1.69], [0.60]) == "fails"  # a bound below what it bounds fails
-    assert claims.upper_law_verdict({"power": 0.02, "exponential": 0.4, "log": 0.1}, "exponential") == "holds loosely"
-    assert claims.upper_law_verdict({"power": 0.4, "exponential": 0.02}, "power") == "fails"
-    assert claims.gaussian_independent_verdict([(0.04, 0.15), (0.58, 0.43)]) == "fails"
-    assert claims.gaussian_independent_verdict([(0.04, 0.15), (0.15, 0.43)]) == "holds loosely"
-    assert claims.bounded_verdict(0.007, claimed_bounded=False) == "fails"
-    assert claims.increasing_verdict([fits.Estimate(1, 0.9, 1.1), fits.Estimate(2, 1.9, 2.1)]) == "holds"
-    assert claims.increasing_verdict([fits.Estimate(1, 0.9, 1.1), fits.Estimate(1.05, 0.95, 1.15)]) == "holds loosely"
-    assert claims.reduction_verdict(141.0) == "fails"
-    assert claims.below_verdict(fits.Estimate(-0.86, -0.87, -0.85)) == "holds"
+    assert checks.exponent_verdict(fits.Estimate(-0.5, -0.6, -0.4), -1.0) == "fails"
+    assert checks.exponent_verdict(checks.exact(317.0), 1.0) == "fails"
+    assert checks.value_verdict(fits.Estimate(1.03, 1.02, 1.04), 1.0) == "holds loosely"
+    assert checks.bound_verdict([1.69], [0.60]) == "fails"  # a bound below what it bounds fails
+    assert checks.upper_law_verdict({"power": 0.02, "exponential": 0.4, "log": 0.1}, "exponential") == "holds loosely"
+    assert checks.upper_law_verdict({"power": 0.4, "exponential": 0.02}, "power") == "fails"
+    assert checks.gaussian_independent_verdict([(0.04, 0.15), (0.58, 0.43)]) == "fails"
+    assert checks.gaussian_independent_verdict([(0.04, 0.15), (0.15, 0.43)]) == "holds loosely"
+    assert checks.bounded_verdict(0.007, claimed_bounded=False) == "fails"
+    assert checks.increasing_verdict([fits.Estimate(1, 0.9, 1.1), fits.Estimate(2, 1.9, 2.1)]) == "holds"
+    assert checks.increasing_verdict([fits.Estimate(1, 0.9, 1.1), fits.Estimate(1.05, 0.95, 1.15)]) == "holds loosely"
+    assert checks.reduction_verdict(141.0) == "fails"
+    assert checks.below_verdict(fits.Estimate(-0.86, -0.87, -0.85)) == "holds"
 
 
 # --- paper A: bound formulas on analytic cases ---------------------------------------------------
@@ -244,19 +244,19 @@ def test_sgd_regression_tracks_ridge_not_noise_bound():
 
 
 def test_softmax_concentration_limit():
-    _, conc = attention.softmax_concentration([4096], 400, 1.0, seed=0)
+    _, conc = attention_variance.softmax_concentration([4096], 400, 1.0, seed=0)
     assert conc.mean() * 4096 == pytest.approx(math.e, rel=0.05)  # N E sum p^2 -> e^(s^2)
 
 
 def test_gqa_variance_does_not_fall_with_group_size():
     gs = [1, 2, 4, 8]
-    mean = attention.gqa_output_draws(64, 8, gs, 3000, readout="mean", seed=0)
+    mean = attention_variance.gqa_output_draws(64, 8, gs, 3000, readout="mean", seed=0)
     est = fits.variance_exponent(gs, mean, n_boot=200, seed=0)
     assert est.contains(1.0) and not est.contains(-1.0)  # paper B eq. 79 claims G^-1
-    head = attention.gqa_output_draws(64, 8, gs, 3000, readout="head", seed=1)
+    head = attention_variance.gqa_output_draws(64, 8, gs, 3000, readout="head", seed=1)
     assert fits.variance_exponent(gs, head, n_boot=200, seed=0).contains(0.0)
     with pytest.raises(ValueError):
-        attention.gqa_output_draws(64, 8, [3], 10)
+        attention_variance.gqa_output_draws(64, 8, [3], 10)
 
 
 def test_moe_variance_falls_as_one_over_k():

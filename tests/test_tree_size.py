@@ -37,12 +37,12 @@ def test_tracked_tree_is_at_most_40_mib():
 
 
 def test_committed_histories_are_written_in_float32_digits():
-    """Every tracked history.jsonl is as cod.results.history_line writes it (the per-layer statistics
+    """Every tracked history.jsonl is as cod.records.results.history_line writes it (the per-layer statistics
     in float32's shortest digits): a third of the runs' bytes, which a float64 writer would spend."""
-    from cod.results import history_line, read_history
+    from cod.records.results import history_line, read_history
 
     histories = [name for name in tracked_sizes() if name.endswith("/history.jsonl")]
     assert histories
     loose = [name for name in histories
              if "".join(history_line(row) for row in read_history(ROOT / name)) != (ROOT / name).read_text()]
-    assert not loose, f"{len(loose)} histories in float64 digits, e.g. {loose[:3]}: cod.results.compact_history"
+    assert not loose, f"{len(loose)} histories in float64 digits, e.g. {loose[:3]}: cod.records.results.compact_history"

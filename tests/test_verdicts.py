@@ -1,4 +1,4 @@
-"""The one verdict rule (cod.verdicts) and the claims ledger: its false-decisive rate under no effect, by
+"""The one verdict rule (cod.claims.verdicts) and the claims ledger: its false-decisive rate under no effect, by
 simulation (normal and heavy-tailed noise, lattice statistics with ties), two one-sided tests at their margin,
 the power figure against closed forms, the premise floor, best_of's n, the sensitivity pass over free
 choices, and hand-made cases with known answers."""
@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cod import verdicts
-from cod.registry import ClaimEntry, FreeChoice
-from cod.results import save_claims
-from cod.verdicts import (ALPHA, BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Claims, Verdict,
+from cod.claims import verdicts
+from cod.claims.registry import ClaimEntry, FreeChoice
+from cod.records.results import save_claims
+from cod.claims.verdicts import (ALPHA, BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, Claims, Verdict,
                           accuracy_at_chance, accuracy_floor, accuracy_se, attention_near_uniform, best_of,
                           below_resolution, beyond_reach, compare, decide, detectable, diverged, effect_text,
                           equivalence_detectable, equivalence_power, equivalent, ladder_slopes, monotone, one_sample,
@@ -346,7 +346,7 @@ def test_a_claim_takes_its_wording_from_the_registry_and_an_unknown_one_is_refus
     claims.add("x-far", "Fig. 9", "at 7B", "7B", beyond_reach("7B parameters"))
     row = claims.rows[0]
     assert row["claim"] == "the paper's claim x-far" and row["source"] == "ours" and row["test"] == "Fig. 9: at 7B"
-    with pytest.raises(KeyError, match="x-new.*cod/registry.yaml"):
+    with pytest.raises(KeyError, match="x-new.*cod/claims/registry.yaml"):
         claims.add("x-new", "Fig. 9", "at 7B", "7B", beyond_reach("7B parameters"))
     entries = verdicts.registry()
     entries["x-len:eval64"] = entry("x-len:eval64")
@@ -699,9 +699,9 @@ def test_usefulness_at_floor_names_the_fit_it_measured():
 
 
 def test_the_rule_notebooks_print_is_the_modules_docstring_less_its_first_line():
-    import cod.verdicts
+    import cod.claims.verdicts
 
-    text = cod.verdicts.rule()
-    assert text.startswith("The rule, stated in every notebook") and cod.verdicts.__doc__.endswith(text)
-    short = cod.verdicts.rule(ledger=False)
+    text = cod.claims.verdicts.rule()
+    assert text.startswith("The rule, stated in every notebook") and cod.claims.verdicts.__doc__.endswith(text)
+    short = cod.claims.verdicts.rule(ledger=False)
     assert text.startswith(short) and "Every verdict" in text and "Every verdict" not in short

@@ -21,7 +21,7 @@ from cod.data.images import ImageBatches, decode_idx, load_images, read_idx, wri
 from cod.train import fingerprint
 from cod.train.run import main
 from cod.train.trainer import ImageClassification, Trainer
-from cod.vision import VisionTransformer
+from cod.model.vision import VisionTransformer
 
 FASHION = VisionConfig(dataset="fashion_mnist")
 

@@ -34,7 +34,7 @@ def open_tokens(path: str | Path) -> np.memmap:
 
 def unigram_perplexity(dataset_dir: str | Path, eval_tokens: int | None = None) -> float:
     """Perplexity on val.bin (its first `eval_tokens` tokens) of token frequencies counted on
-    train.bin, add-one smoothed: the line `cod.compare.mark_failed` marks a failed run against."""
+    train.bin, add-one smoothed: the line `cod.claims.tables.mark_failed` marks a failed run against."""
     dataset_dir = Path(dataset_dir)
     if not (dataset_dir / "meta.json").is_file():
         raise FileNotFoundError(f"no token arrays in {dataset_dir} to draw the failure line from: "

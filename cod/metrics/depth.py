@@ -10,7 +10,7 @@
 
 The groups of windows are disjoint, so each gives its own estimate of every layer's value: a claim
 can be checked group by group (repeated measurements of one model, not seeds). The notebook
-a1_open_weight_models reads these measures of the open-weight models (`cod.analysis`, the
+a1_open_weight_models reads these measures of the open-weight models (`cod.runs.analysis`, the
 analyse_open_weight_depth stage).
 """
 

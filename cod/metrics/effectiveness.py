@@ -19,7 +19,7 @@ import torch
 
 from cod.data.loader import eval_windows
 from cod.metrics.angular import angular_distances
-from cod.metrics.attention import AttentionStats, attention_stats
+from cod.metrics.attention_sparsity import AttentionStats, attention_stats
 from cod.metrics.causal import CausalScores, causal_scores
 from cod.metrics.jacobian import BlockJacobians, block_jacobians
 from cod.metrics.kurtosis import LayerKurtosis, layer_kurtosis

@@ -5,7 +5,7 @@ block before the first altered one untouched, so they start from the cached inpu
 block instead of recomputing the prefix: `resume(model, stream, start, order)`.
 
 Any model works that follows the layered-model protocol (`LayeredModel`), which
-`cod.model.Transformer` satisfies and `cod.adapters` provides for Hugging Face models.
+`cod.model.Transformer` satisfies and `cod.metrics.adapters` provides for Hugging Face models.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Iterable, Iterator, Protocol, Sequence
 import torch
 from torch import nn
 
-from cod.loss import IGNORE_INDEX
+from cod.model.loss import IGNORE_INDEX
 
 CHUNK_TOKENS = 2048  # tokens per forward in loss_after
 

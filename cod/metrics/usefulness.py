@@ -18,7 +18,7 @@ training data (the authors fit and score on the same sample). The fit needs more
 its D + 1 unknowns per output (`check_fit_tokens`): on fewer it passes through every token.
 
 `usefulness_authors` measures the authors' variant, a reading of ours registered beside the
-paper's definition (cod/registry.yaml, definition `usefulness_authors`): the same least-squares
+paper's definition (cod/claims/registry.yaml, definition `usefulness_authors`): the same least-squares
 (W, b), fitted on the scoring tokens themselves and applied transposed, x W^T + b. Their script
 also runs in bf16; this one keeps the model's precision.
 """

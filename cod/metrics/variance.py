@@ -22,7 +22,7 @@ def token_variance(h: torch.Tensor) -> float:
 @torch.no_grad()
 def layer_variances(model: Transformer, idx: torch.Tensor) -> dict[str, list[float]]:
     """Variances of every block's output and branch outputs on inputs idx: tokens (B, T), or
-    images (B, C, H, W) for a ViT (`cod.vision`), whose states are (B, T, D) alike.
+    images (B, C, H, W) for a ViT (`cod.model.vision`), whose states are (B, T, D) alike.
 
     Returns lists indexed by block (0-based): resid_var, attn_var, mlp_var.
     """

@@ -1,6 +1,6 @@
-"""Experiments of params.yaml (`cod.params`) planned, costed and trained side by side.
+"""Experiments of params.yaml (`cod.runs.params`) planned, costed and trained side by side.
 
-    python -m cod.pipeline.experiments plan                          # every run of the profile: done, to train, cost (cod.plan)
+    python -m cod.pipeline.experiments plan                          # every run of the profile: done, to train, cost (cod.runs.plan)
     python -m cod.pipeline.experiments plan --record                 # keep the CPU profiles' cost table (runs/plan.md)
     python -m cod.pipeline.experiments list a_130m                   # one experiment's runs and their settings
     python -m cod.pipeline.experiments train a_130m                  # what DVC's train@NAME stage runs
@@ -46,7 +46,7 @@ import torch
 
 import cod.train.run
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
-from cod.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
+from cod.runs.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
 
 
 RECORD = ROOT / "runs" / "plan.md"  # the CPU profiles' cost table, which docs/measurements.md shows (cod.report)
@@ -90,14 +90,14 @@ def visible_gpus() -> list[str]:
     ids = visible.split(",") if visible is not None else map(str, range(count))
     return [i.strip() for i in ids][:count]
 
-# CPU runs: forked from one server process that imported cod.train.run (and so torch), cod.params and
+# CPU runs: forked from one server process that imported cod.train.run (and so torch), cod.runs.params and
 # torch._dynamo, which torch imports at a process's first optimiser: about a second of start-up a
 # run, paid once here. A forked process runs its parent's main module again (multiprocessing's way
 # of giving it the parent's __main__), this one for `python -m cod.pipeline.experiments`, so the server
 # imports what this module imports but not this module itself: runpy warns when it runs a module
 # that is already imported ("found in sys.modules ... prior to execution").
 FORKS = multiprocessing.get_context("forkserver")
-FORKS.set_forkserver_preload(["cod.train.run", "cod.params", "torch._dynamo"])
+FORKS.set_forkserver_preload(["cod.train.run", "cod.runs.params", "torch._dynamo"])
 
 
 # multiprocessing reads a forked process's exit status from a pipe in `poll`, which is not thread-safe:
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         prepare(params)
     elif args.action == "plan":
         # lazy: the plan's modules (benchmark, scoreboard, pandas) would cost every train stage and its fork server
-        from cod.plan import plan, record_block
+        from cod.runs.plan import plan, record_block
 
         if not args.record:
             plan(params, args.runs)

@@ -6,13 +6,13 @@ top-level metrics and plots (the pipeline graph docs/pipeline.md shows is `cod.r
 
 A notebook depends on every `cod` module it reaches through module-level imports, its own and
 those of the modules it imports (an import inside a function runs only when that function does,
-and is not followed), and on a module's own data file beside it (cod/registry.yaml). A
+and is not followed), and on a module's own data file beside it (cod/claims/registry.yaml). A
 subpackage reached whole is listed as its folder. So changing the verdict
 rule, a loader or a plot helper marks exactly the notebooks that use it stale.
 
 The top-level `metrics:` (each profile's finals.json, the claims summary) and `plots:` (one graph
 of training loss per experiment params.yaml declares, a line per run), both the `curves` stage's
-files (cod.curves), close dvc.yaml after a marker line; they name a profile by its variable
+files (cod.runs.curves), close dvc.yaml after a marker line; they name a profile by its variable
 (${profile}) and never a run, so a run trained adds no line.
 """
 
@@ -28,8 +28,8 @@ from pathlib import Path
 import yaml
 
 from cod import ROOT, load_yaml
-from cod.curves import FINALS, FOLDER
-from cod.params import SECTIONS, load_params
+from cod.runs.curves import FINALS, FOLDER
+from cod.runs.params import SECTIONS, load_params
 
 PROFILE_VARIABLE = {"experiments": "profile", "finetunes": "profile", "headline_experiments": "headline_profile"}
 CLAIMS_SUMMARY = "figures/${profile}/claims/summary.json"  # the claims notebook's verdict counts
@@ -144,7 +144,7 @@ def experiments() -> dict[str, str]:
 
 def top_level() -> dict[str, list]:
     """dvc.yaml's top-level `metrics` (each profile's finals.json, the claims summary) and `plots`
-    (an experiment's training loss, a line per run): written by the `curves` stage (cod.curves),
+    (an experiment's training loss, a line per run): written by the `curves` stage (cod.runs.curves),
     listed by experiment and profile variable, so that neither grows with runs."""
     profiles = dict.fromkeys(f"${{{variable}}}" for variable in PROFILE_VARIABLE.values())
     finals = [f"{FOLDER.format(profile=profile)}/{FINALS}" for profile in profiles]

@@ -18,7 +18,7 @@ from statistics import median
 from typing import Any
 
 from cod import ROOT
-from cod.scoreboard import span
+from cod.claims.scoreboard import span
 
 RESULTS = ROOT / "runs" / "cpu"
 RATIO_TARGET, MFU_TARGET = 1.5, 0.5  # issue #13: 1.5x HF's tokens/s, 50% of the matmul peak

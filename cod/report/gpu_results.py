@@ -19,8 +19,8 @@ from pathlib import Path
 from statistics import median
 
 from cod import ROOT
-from cod.depth_map import PAPER_A_GAPS
-from cod.scoreboard import span
+from cod.claims.depth_map import PAPER_A_GAPS
+from cod.claims.scoreboard import span
 
 RESULTS = ROOT / "runs" / "gpu"
 CPU_ROWS = [  # what the CPU tests, whatever a GPU has measured

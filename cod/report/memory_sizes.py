@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cod.scoreboard import span
+from cod.claims.scoreboard import span
 
 
 def report(kept: dict[str, Any]) -> str:

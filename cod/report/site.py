@@ -10,10 +10,10 @@ executed notebook goes to that notebook's page here, the claim id in backticks j
 claim's row on its profile's claims page; a relative link to a file the site lacks is shown as its
 text, so no link of the page is dead.
 
-`claims.html` shows the papers' headline claims (`headline: true` in cod/registry.yaml): the paper's value beside the
+`claims.html` shows the papers' headline claims (`headline: true` in cod/claims/registry.yaml): the paper's value beside the
 verdict of the profile and of params.yaml's `headline_profile` ("not yet run" where that profile
 has no claims.json holding the claim or its stem), then every claim the profile's notebooks
-judged (`cod.scoreboard.collect`, the rows of figures/<profile>/claims/claims.csv), filtered
+judged (`cod.claims.scoreboard.collect`, the rows of figures/<profile>/claims/claims.csv), filtered
 in the page by paper, notebook and verdict; `claims-<profile>.html` lists the headline profile's
 claims the same way. Each profile's notebook gets a folder
 `<profile>/<notebook>/`: its PNGs, a page showing them (index.html) and its executed notebook as
@@ -42,9 +42,9 @@ import pandas as pd
 
 from cod import ROOT, load_yaml
 from cod.paths import EXECUTED
-from cod.registry import headline_claims, load_registry
+from cod.claims.registry import headline_claims, load_registry
 from cod.report.notebook_html import render_html
-from cod.scoreboard import COLUMNS, VERDICT_ORDER, collect, headline_pairs, no_claims, paper_value
+from cod.claims.scoreboard import COLUMNS, VERDICT_ORDER, collect, headline_pairs, no_claims, paper_value
 
 FIGURES = ROOT / "figures"
 REPORT = ROOT / "docs" / "report.md"
@@ -301,7 +301,7 @@ def claims_page(profile: str, tables: dict[str, pd.DataFrame], pages: dict[str, 
                 + "\n") if second else ""
     body = (f"{nav(files)}\n<h1>The curse of depth, reproduced: claims of the <code>{html.escape(profile)}</code> "
             "profile</h1>\n<p>Built from the committed results (<code>make site</code>). Verdicts follow one rule, "
-            "<code>cod/verdicts.py</code>; the papers' claims and our own readings (source <em>ours</em>) "
+            "<code>cod/claims/verdicts.py</code>; the papers' claims and our own readings (source <em>ours</em>) "
             "are listed together.</p>\n" + headline
             + f"<h2>Every judged claim ({len(table)})</h2>\n" + claims_table(table, pages[profile])
             + '\n<h2 id="notebooks">Notebooks and figures</h2>\n' + "".join(notebooks_list(p, pages[p]) for p in pages))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.special import stdtrit  # the t distribution's quantile, as cod.verdicts
+from scipy.special import stdtrit  # the t distribution's quantile, as cod.claims.verdicts
 
 
 @dataclass(frozen=True)

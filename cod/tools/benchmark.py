@@ -25,7 +25,7 @@ FLOPs count 6 x matrix parameters (unembedding included) plus causal
 attention, per token.
 
 **The bound.** Each worker also times the matrix products of one step alone
-(`cod.flops.step_products`: every linear layer's forward and two backward products,
+(`cod.model.flops.step_products`: every linear layer's forward and two backward products,
 attention's six batched products, fused as far as they can be), each at its shape, best of 5,
 in whichever orientation runs faster. The MFU a step made of nothing else would reach is the
 `bound` column: no implementation built on these BLAS products gets above it.
@@ -34,13 +34,13 @@ in whichever orientation runs faster. The MFU a step made of nothing else would 
 - 35% in the fused CPU attention kernel (`_scaled_dot_product_flash_attention_for_cpu` and
   its backward), at 6-dimensional heads. Explicit products are faster, and a BLAS product
   whose output is only head-size wide (P @ V) runs 3-5x slower than the same product taken
-  transposed (V^T @ P^T). `cod.cpu_attention` arranges every product, forward and backward, to
+  transposed (V^T @ P^T). `cod.model.cpu_attention` arranges every product, forward and backward, to
   be wide: attention now takes about 30% less time. Forward and backward of 32 x 4 heads of 64
   tokens: head size 6, 11.4 ms fused against 6.1 ms ours; 8, 6.3 against 5.2; 12, 5.2 against
-  5.6. So heads of up to 8 (`cod.model.SMALL_HEAD`) use ours on CPUs, larger heads and GPUs the
+  5.6. So heads of up to 8 (`cod.model.transformer.SMALL_HEAD`) use ours on CPUs, larger heads and GPUs the
   fused kernels.
 - 13% in log-softmax and its backward over the (2048, 2048) logits, plus the unembedding
-  products. `cod.loss` forms the loss and its gradients chunk by chunk in one pass with a
+  products. `cod.model.loss` forms the loss and its gradients chunk by chunk in one pass with a
   single exp (the fp32 logits never exist; see #14 for the memory side).
 - 4% in AdamW's per-parameter loop: the trainer's AdamW is now fused on CPUs too.
 - q, k, v (and gate, up) are one product each, with rotary applied to q and k at once.
@@ -51,7 +51,7 @@ in whichever orientation runs faster. The MFU a step made of nothing else would 
 What remains (2026-11-24, a_w48 alone on one thread, with `cod.train.host`: 200 ms a step; HF 214
 ms): 44% in the matrix products (88 ms; HF 77 ms: the rotary trick adds (H + KV) head sizes
 of columns to our q/k/v product), 23% in the fused attention kernel at 12-dimensional heads
-(47 ms; HF the same kernel, 45 ms; `cod.cpu_attention` there is no faster, 199 against 200 ms a
+(47 ms; HF the same kernel, 45 ms; `cod.model.cpu_attention` there is no faster, 199 against 200 ms a
 step), the rest in elementwise work (norms, rotary, SiLU, residual adds) and the optimiser.
 1.5x HF would be a 143 ms step, of which products and attention alone take 135 ms:
 everything else would have to fit in 8 ms, against 66 ms now. Products whose inner
@@ -77,9 +77,9 @@ from pathlib import Path
 import torch
 
 from cod import ROOT
-from cod.analysis import analysis_settings
+from cod.runs.analysis import analysis_settings
 from cod.metrics.effectiveness import analyse_layers
-from cod.params import load_params
+from cod.runs.params import load_params
 from cod.report.cpu_speed import record_folder
 from cod.train.speed import Worker
 

@@ -13,7 +13,7 @@ included, 10 minutes a command, a working tree under 64 MiB, no package registry
 older torch; only the folder $OUT comes back: 8 files, see cod.tools.gpu_carry). So each mode:
 
 - imports nothing beyond torch, numpy, pyyaml and tokenizers (no dvc, papermill or jupytext: the
-  lent machine has none), and reads params.yaml with yaml (`cod.params`, never through dvc);
+  lent machine has none), and reads params.yaml with yaml (`cod.runs.params`, never through dvc);
 - plans its work to end within `--budget` seconds (default 540): work that would not fit is
   skipped and said so, a run overrunning is stopped by the trainer's deadline, and a watchdog
   (SIGALRM) ends the mode `WATCHDOG_GRACE` seconds after the budget in any case;
@@ -99,7 +99,7 @@ import torch
 
 from cod import ROOT
 from cod.config import run_config
-from cod.results import read_history
+from cod.records.results import read_history
 from cod.tools.gpu_carry import (CARRY, RESULTS, Refusal, check_tree, export, exported, import_results, is_packed,
                            pack_tokens, ready_tokens)
 
@@ -218,7 +218,7 @@ def peak_flops(name: str) -> float | None:
 
 def paper_config(experiment: str, variant: str, seed: int = 0, **changes: Any) -> dict[str, Any]:
     """The overrides of one run of the paper profile (params.yaml through yaml), with `changes`."""
-    from cod.params import load_params, resolve_runs  # lazy: an import error (an older torch) fails this item only
+    from cod.runs.params import load_params, resolve_runs  # lazy: an import error (an older torch) fails this item only
 
     params = {**load_params(ROOT / "params.yaml"), "profile": "paper"}
     runs = [r for r in resolve_runs(experiment, params) if r.variant == variant]
@@ -487,7 +487,7 @@ def bench(lease: Lease, shapes: list[tuple[str, str]] | None = None, seconds: fl
 
 
 def measure(lease: Lease, overrides: dict[str, Any], compiled: bool, seconds: float) -> dict:
-    from cod.flops import flops_per_token  # lazy: an import error (an older torch) fails this item only
+    from cod.model.flops import flops_per_token  # lazy: an import error (an older torch) fails this item only
 
     if lease.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -712,7 +712,7 @@ def paper_overrides(label: str) -> dict[str, Any]:
     """A paper-profile run's overrides: `experiment/variant`, or a size's (the profile's base and its shape)."""
     if "/" in label:
         return paper_config(*label.split("/", 1))
-    from cod.params import load_params, profile_settings  # lazy: an import error (an older torch) fails this item only
+    from cod.runs.params import load_params, profile_settings  # lazy: an import error (an older torch) fails this item only
 
     profile = profile_settings({**load_params(ROOT / "params.yaml"), "profile": "paper"})
     if label not in profile["sizes"]:

@@ -11,7 +11,7 @@ AdamW state and activations. It does not count the CUDA context, library workspa
 fragmentation: `fits_one_gpu` leaves `MARGIN` of the GPU for them. Autocast runs as the CPU's (its bf16
 matrix products are CUDA's), and attention is the CPU's fused kernel, which, like CUDA's flash
 attention, keeps no T x T matrix. The vocabulary loss is sized at `SIZING_CHUNK` logits a chunk,
-the chunk it takes on a GPU (`cod.loss.DEVICE_CHUNK_ELEMENTS`; the CPU's smaller chunks would
+the chunk it takes on a GPU (`cod.model.loss.DEVICE_CHUNK_ELEMENTS`; the CPU's smaller chunks would
 cost thousands of fake ops). A mixture of experts is sized at perfectly balanced load (each
 expert N k / n of the N tokens), whose dispatch fake tensors can shape, expert by expert; on a
 GPU the grouped dispatch (`cod.model.MoE`) also stacks the experts' weights in bf16 for the
@@ -51,12 +51,14 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from cod import ROOT, loss
+from cod import ROOT
+
+from cod.model import loss
 from cod.config import ImageSet, Norm, Precision, RunConfig, flatten
 from cod.model import MoE, Transformer
-from cod.params import PROFILES, all_runs, load_params
+from cod.runs.params import PROFILES, all_runs, load_params
 from cod.train.trainer import Recomputed, adamw  # the trainer's own optimiser and recomputation
-from cod.vision import VisionTransformer
+from cod.model.vision import VisionTransformer
 
 GPU_BYTES = 80 * 10**9  # an 80 GB H100 or A100
 MARGIN = 0.15  # share of the GPU left for the CUDA context, workspaces and fragmentation

@@ -1,7 +1,7 @@
 """Training speed of a shape: one implementation, ours or Hugging Face's LlamaForCausalLM, trained
 step by step in this process as each trainer takes a step (forward, loss, backward, clipping to
 norm 1, a fused AdamW step), and timed; with the device's matrix-product peak and a step's products
-alone, which model FLOP utilisation is measured against. `measure` is `cod.plan`'s estimate for a
+alone, which model FLOP utilisation is measured against. `measure` is `cod.runs.plan`'s estimate for a
 shape no run has measured; `cod.tools.benchmark` runs two workers side by side (its docstring says
 how, and what it found).
 """
@@ -14,8 +14,8 @@ import time
 import torch
 
 from cod.config import ModelConfig, OptimConfig
-from cod.flops import flops_per_token, step_products
-from cod.interop import to_hf_llama
+from cod.model.flops import flops_per_token, step_products
+from cod.model.interop import to_hf_llama
 from cod.model import Transformer
 from cod.train.host import keep_freed_memory
 
@@ -109,7 +109,7 @@ class Worker:
 
 def measure(impl: str, shape: dict, steps: int, threads: int = 1, device: str = "cpu", bf16: bool = False) -> float:
     """Training tokens/s of `steps` steps of one implementation in this process, after warm-up
-    (no partner: `cod.plan`'s estimate for a shape no run has measured yet)."""
+    (no partner: `cod.runs.plan`'s estimate for a shape no run has measured yet)."""
     torch.set_num_threads(threads)
     worker = Worker(impl, shape, device, bf16)
     start = time.perf_counter()

@@ -14,7 +14,7 @@ Files in --out (small, human-readable):
     history.jsonl   one row per logged step: loss, lr, grad norm, tokens/s (a mixture of
                     experts adds its auxiliary losses and expert loads); rows with
                     per-layer variances every train.stats_every steps (float32, written in
-                    float32's shortest digits: cod.results.history_line / read_history)
+                    float32's shortest digits: cod.records.results.history_line / read_history)
     final.json      status (completed | diverged | stopped), final losses, perplexities, speed
 Files in --weights (large, DVC-cached):
     ckpt.pt         model + optimiser + step + wall time, written every train.ckpt_every
@@ -39,7 +39,7 @@ batches, the tokens of a batch, the statistics batch, validation and final score
                          equal the run's) and reads batches of the instruction mix
                          (`cod.data.instructions`) instead of text windows; statistics and
                          validation loss on text
-    ImageClassification  vision.dataset set: a Vision Transformer (`cod.vision`) on batches of
+    ImageClassification  vision.dataset set: a Vision Transformer (`cod.model.vision`) on batches of
                          images (`cod.data.images`); the variance statistics are taken on fixed
                          validation images, the validation loss on all of them, and final.json
                          holds the top-1 accuracies `val_acc` and `test_acc` (no perplexities)
@@ -70,12 +70,12 @@ from cod.data.instructions import InstructionBatches
 from cod.data.loader import TokenBatches, eval_windows
 from cod.data.prepare import prepare_command
 from cod.eval.lm import load_tokenizer
-from cod.loss import IGNORE_INDEX
+from cod.model.loss import IGNORE_INDEX
 from cod.metrics.variance import layer_variances
 from cod.model import Transformer
-from cod.results import history_line
+from cod.records.results import history_line
 from cod.train.host import keep_freed_memory
-from cod.vision import VisionTransformer
+from cod.model.vision import VisionTransformer
 
 
 # ----------------------------------------------------------------------------- optimiser
@@ -327,7 +327,7 @@ class FineTuning(Pretraining):
     def __init__(self, cfg: RunConfig, dist: Dist):
         super().__init__(cfg, dist)
         if not Path(cfg.finetune.base).is_file():
-            from cod.results import weights_command  # lazy: pandas, for this message only
+            from cod.records.results import weights_command  # lazy: pandas, for this message only
 
             raise FileNotFoundError(f"finetune.base={cfg.finetune.base} not found: "
                                     f"`{weights_command(cfg.finetune.base)}` trains it")
@@ -343,7 +343,7 @@ class FineTuning(Pretraining):
 
 
 class ImageClassification(Task):
-    """A Vision Transformer (`cod.vision`) on shuffled training images (`cod.data.images`); the
+    """A Vision Transformer (`cod.model.vision`) on shuffled training images (`cod.data.images`); the
     class loss and top-1 accuracy over all validation and test images."""
 
     EVAL_IMAGES = 500  # images per forward pass of an evaluation

@@ -5,7 +5,7 @@ RMSNorm, SwiGLU (or a mixture of SwiGLU experts, `MoE`), rotary position embeddi
 of key/value heads (MHA, GQA, MQA), untied embeddings by default, no biases except optional
 q/k/v ones (Qwen2). Parameter names follow Hugging Face's LLaMA (q_proj ... down_proj) so
 weights map one to one. `model.causal=false` and `model.rope=false` give the bidirectional,
-position-free blocks of a ViT (`cod.vision`, which replaces the layers before and after the
+position-free blocks of a ViT (`cod.model.vision`, which replaces the layers before and after the
 blocks).
 
 Named states. `model(idx, keep=["resid_post", "mlp_out"])` returns, in `out.states`:
@@ -39,10 +39,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from cod.config import FFN, BranchGain, ConfigError, Init, LNSPosition, ModelConfig, Norm, RopeScaling
-from cod.cpu_attention import softmax_attention
-from cod.loss import linear_cross_entropy
+from cod.model.cpu_attention import softmax_attention
+from cod.model.loss import linear_cross_entropy
 
-SMALL_HEAD = 8  # largest head size that `cod.cpu_attention` serves on CPUs (measured in cod.tools.benchmark's notes)
+SMALL_HEAD = 8  # largest head size that `cod.model.cpu_attention` serves on CPUs (measured in cod.tools.benchmark's notes)
 LOW_PRECISION = (torch.bfloat16, torch.float16)  # activations the rotary tables are cast to (fp32/fp64 keep theirs)
 GROUP_ROWS = 8  # rows a grouped product's token groups are padded to: 16 bytes of bf16, as its kernels align
 STATE_KINDS = ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post", "final_norm")
@@ -153,7 +153,7 @@ class Attention(nn.Module):
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                probs: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Output (B, T, H, hd) and, if asked, the probabilities (B, H, T, T). Small heads on a
-        CPU go through `cod.cpu_attention` (PyTorch's fused CPU kernel is up to 2x slower there);
+        CPU go through `cod.model.cpu_attention` (PyTorch's fused CPU kernel is up to 2x slower there);
         larger heads and GPUs through scaled_dot_product_attention's fused kernels."""
         B, H, T, hd = q.shape
         KV = self.n_kv_heads
@@ -596,7 +596,7 @@ class Transformer(nn.Module):
     ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """Final norm and unembedding; (B, T, D) -> logits (B, T, V) and the mean loss over
         targets other than -100. With logits=False and targets, only the loss is formed, in
-        chunks that never hold the full logits (`cod.loss`)."""
+        chunks that never hold the full logits (`cod.model.loss`)."""
         h = self.final_norm(x)
         if not logits and targets is not None:
             return None, linear_cross_entropy(h.flatten(0, 1), self.lm_head.weight, targets.flatten())

@@ -1,7 +1,7 @@
 """The verdict rules of the theory notebooks (a3_theory, b2_theory), and their results.json writer.
 
 A theory verdict is "holds", "holds loosely" or "fails", computed from numbers by one of the rules
-below and recorded with `cod.verdicts.Claims.add(..., Verdict(verdict, why))`. "Holds loosely"
+below and recorded with `cod.claims.verdicts.Claims.add(..., Verdict(verdict, why))`. "Holds loosely"
 always means *within a stated tolerance of what the statement claims*, never merely "goes the
 claimed way"; each rule names its tolerance:
 

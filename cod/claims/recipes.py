@@ -10,13 +10,13 @@ notebooks/h2_departures.py:
 
     does the authors' recipe move our effect toward the paper's value?
 
-by the package's rule (`cod.verdicts.compare`), paired by seed: where the paper gives a value,
+by the package's rule (`cod.claims.verdicts.compare`), paired by seed: where the paper gives a value,
 on each seed's distance from it (on the log scale for a ratio) under the authors' recipe against
 the same seed's under cod's, so "reproduced" means closer to the paper's value and a recipe that
 overshoots it to a greater distance moves away; where the paper states only a direction, on the
 statistic itself, toward that side. "not reproduced" when it moves away, "inconclusive"
 otherwise. Both recipes' own effects keep their intervals beside it. The departures themselves, with the commits that show them, are the
-registry's `departures:` (`cod.registry.departures`).
+registry's `departures:` (`cod.claims.registry.departures`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from cod.analysis import load_analyses
+from cod.runs.analysis import load_analyses
 from cod.metrics.angular import adjacent_distances
-from cod.results import load_final, load_layer_stats
-from cod.verdicts import Verdict, compare, one_sample
+from cod.records.results import load_final, load_layer_stats
+from cod.claims.verdicts import Verdict, compare, one_sample
 
 @dataclass(frozen=True)
 class Recipe:

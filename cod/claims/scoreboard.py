@@ -1,6 +1,6 @@
 """Every notebook's judged claims in one table, and its summary.
 
-Each notebook writes figures/<profile>/<notebook>/claims.json (`cod.verdicts.Claims`). The
+Each notebook writes figures/<profile>/<notebook>/claims.json (`cod.claims.verdicts.Claims`). The
 closing `claims` notebook calls `collect` to gather them and writes the table and `summary` as
 CSV and Markdown (summary.md, findings.md, headline.md), which `cod.report` puts in
 docs/results.md: their numbers are regenerated, never typed.
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from cod.results import notebook_command
-from cod.verdicts import BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
+from cod.records.results import notebook_command
+from cod.claims.verdicts import BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED
 
 VERDICT_ORDER = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, BEYOND_REACH, "holds", "holds loosely", "fails")
 COLUMNS = ("id", "paper", "item", "source", "claim", "paper_value", "ours", "effect", "ci_low", "ci_high",
            "paper_effect", "scale", "level", "margin", "power_effect", "powered", "mean", "spread", "n", "verdict",
            "robustness", "premise", "test", "profile", "notebook", "command")
-# an inconclusive claim by what its design could see (cod.verdicts.powered): the paper's effect, or not
+# an inconclusive claim by what its design could see (cod.claims.verdicts.powered): the paper's effect, or not
 POWER_CLASSES = ("powered to see the paper's effect", "not powered to see it", "no paper effect or spread to size")
 SOURCES = {"paper": "the papers' claims", "ours": "our own readings"}  # tallied apart
 

@@ -27,12 +27,12 @@ from typing import Hashable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from cod.analysis import load_layers, load_zero_shot
+from cod.runs.analysis import load_layers, load_zero_shot
 from cod.config import ConfigError
 from cod.metrics.effectiveness import WEIGHT_THRESHOLDS, LayerAnalysis
 from cod.metrics.usefulness import matched_tau
 from cod.paths import run_name, split_run_name
-from cod.results import load_final, load_history, load_layer_stats, spread, train_command
+from cod.records.results import load_final, load_history, load_layer_stats, spread, train_command
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,13 @@ def paper_rows(paper: pd.DataFrame, labels: Sequence[str],
 
 
 def paper_along(values: pd.Series) -> np.ndarray | None:
-    """The paper's values along the ladder for `cod.verdicts.monotone`, or None where it lacks
+    """The paper's values along the ladder for `cod.claims.verdicts.monotone`, or None where it lacks
     the value of a rung (the paper's slope along our rungs is then unknown)."""
     return None if values.isna().any() else values.to_numpy()
 
 
 def paper_pair(paper: pd.DataFrame, column: str, first: str, second: str) -> tuple[float, float] | None:
-    """The paper's `column` of rungs `first` and `second` (`paper_rows`), for `cod.verdicts.compare`;
+    """The paper's `column` of rungs `first` and `second` (`paper_rows`), for `cod.claims.verdicts.compare`;
     None where the paper lacks either."""
     if column not in paper:
         return None
@@ -163,7 +163,7 @@ class Ladder:
 
     def largest_rise(self, labels: Sequence[str] | None = None, authors: bool = False) -> dict[str, pd.Series]:
         """{rung: each seed's largest relative loss rise under an affine replacement} for `labels`
-        (default: every rung), for `cod.verdicts.usefulness_at_floor`; `authors`: under the
+        (default: every rung), for `cod.claims.verdicts.usefulness_at_floor`; `authors`: under the
         authors' fit (`cod.metrics.usefulness.usefulness_authors`)."""
         column = "affine_rise_authors" if authors else "affine_rise"
         return {label: self.layers[self.layers["rung"] == label].groupby("seed")[column].max()

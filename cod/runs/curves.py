@@ -1,6 +1,6 @@
 """Every run's training loss and final metrics in files DVC reads (the `curves` stage of dvc.yaml).
 
-    python -m cod.curves PROFILE [PROFILE ...]   # figures/PROFILE/curves/ from runs/PROFILE/
+    python -m cod.runs.curves PROFILE [PROFILE ...]   # figures/PROFILE/curves/ from runs/PROFILE/
 
 DVC reads neither a run's history.jsonl (one JSON object a line, loss rows mixed with layer
 statistics) nor a folder of runs as one table, so each profile gets, in figures/PROFILE/curves/:
@@ -11,10 +11,10 @@ statistics) nor a folder of runs as one table, so each profile gets, in figures/
                      so that its graph is empty rather than missing
     finals.json      {EXPERIMENT/RUN: the numbers and status of its final.json}, in `metrics:`
 
-    python -m cod.curves --failure-lines PROFILE  # figures/PROFILE/failure_lines.json
+    python -m cod.runs.curves --failure-lines PROFILE  # figures/PROFILE/failure_lines.json
 
 writes {EXPERIMENT: the unigram perplexity its runs' failures are marked against
-(cod.compare.mark_failed)}, counted from the token arrays, which git does not keep, so that a
+(cod.claims.tables.mark_failed)}, counted from the token arrays, which git does not keep, so that a
 notebook re-run on a fresh clone reads committed files only (the `failure_lines` stages: one a
 profile, so that no stage of one profile waits on the other's training).
 
@@ -34,7 +34,7 @@ from typing import Sequence
 from cod import ROOT
 from cod.config import ImageSet, run_config_from_dict
 from cod.data.loader import unigram_perplexity
-from cod.params import all_runs, load_params
+from cod.runs.params import all_runs, load_params
 
 RUNS = ROOT / "runs"
 FOLDER = "figures/{profile}/curves"  # repository-relative; dvc.yaml's lists fill in ${profile}
@@ -60,11 +60,19 @@ def failure_lines(runs: Path) -> dict[str, float]:
     run} for every language-model experiment with a run under `runs` (runs/PROFILE)."""
     lines = {}
     for config in sorted(runs.glob("*/*/config.json")):
-        cfg = run_config_from_dict(json.loads(config.read_text()))
         experiment = config.parent.parent.name
-        if experiment not in lines and cfg.vision.dataset == ImageSet.NONE:
-            lines[experiment] = _unigram(str(cfg.data.dataset_dir), cfg.train.eval_tokens)
+        if experiment not in lines and (line := failure_line_of(config)) is not None:
+            lines[experiment] = line
     return lines
+
+
+def failure_line_of(config: Path) -> float | None:
+    """The unigram perplexity of the token arrays and evaluation length of the run whose config.json is
+    `config`: the failure line of its experiment; None for a vision run, which has none."""
+    cfg = run_config_from_dict(json.loads(config.read_text()))
+    if cfg.vision.dataset != ImageSet.NONE:
+        return None
+    return _unigram(str(cfg.data.dataset_dir), cfg.train.eval_tokens)
 
 
 @functools.cache
@@ -126,7 +134,7 @@ def write_curves(runs: Path, out: Path, experiments: Sequence[str] = ()) -> list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cod.curves", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m cod.runs.curves", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("profiles", nargs="+", help="the profiles whose runs/PROFILE/ to read (repeats are ignored)")
     parser.add_argument("--failure-lines", action="store_true",

@@ -1,4 +1,4 @@
-"""The claims registry (`cod/registry.yaml`): what each judged claim says the PAPER claims.
+"""The claims registry (`cod/claims/registry.yaml`): what each judged claim says the PAPER claims.
 
 Every claim id a notebook writes to its claims.json has one entry here, with the paper's item,
 a paraphrase of the paper's claim, the paper's numbers, the runs it is judged on, and whether it
@@ -61,6 +61,7 @@ class ClaimEntry:
     premise: str | None = None  # a treatment claim: what the baseline must show first, and the test that shows it
     margin: float | None = None  # an equivalence claim: the largest ratio (> 1) or difference (> 0) still "comparable"
     free_choices: Mapping[str, FreeChoice] | None = None  # the analysis's free choices, by the name the notebook uses
+    tests: str | None = None  # a reading of ours that puts a paper claim to another recipe: that claim's id
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def _keys(cls: type, optional: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[
 
 
 CLAIM_REQUIRED, CLAIM_ALLOWED = _keys(ClaimEntry, ("why_ours", "note", "planned", "headline", "premise", "margin",
-                                                   "free_choices"))
+                                                   "free_choices", "tests"))
 FREE_CHOICE_KEYS = ("value", "neighbours", "why")
 DEFINITION_REQUIRED, DEFINITION_ALLOWED = _keys(Definition, ("numbers",))
 DEPARTURE_REQUIRED, DEPARTURE_ALLOWED = _keys(Departure, ("untested_why",))
@@ -191,6 +192,7 @@ def parse_claim(id_: str, entry: Any) -> ClaimEntry:
         premise=_text(where, "premise", entry["premise"]) if "premise" in entry else None,
         margin=_margin(where, entry.get("margin")),
         free_choices=_free_choices(where, entry.get("free_choices")),
+        tests=_text(where, "tests", entry["tests"]) if "tests" in entry else None,
     )
 
 
@@ -205,7 +207,12 @@ def load_registry(path: str | Path = DEFAULT_PATH) -> dict[str, ClaimEntry]:
     claims = _read(Path(path))["claims"]
     if not isinstance(claims, Mapping):
         raise RegistryError(f"{path}: 'claims' must be a mapping of claim ids")
-    return {str(id_): parse_claim(str(id_), entry) for id_, entry in claims.items()}
+    parsed = {str(id_): parse_claim(str(id_), entry) for id_, entry in claims.items()}
+    for entry in parsed.values():
+        if entry.tests is not None and (entry.tests not in parsed or not entry.ours or parsed[entry.tests].ours):
+            raise RegistryError(f"claim {entry.id!r}: 'tests' must name a registered claim of the papers, and only a "
+                                f"reading of ours tests one; got {entry.tests!r}")
+    return parsed
 
 
 def paper_claims(registry: Mapping[str, ClaimEntry]) -> dict[str, ClaimEntry]:

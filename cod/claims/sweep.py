@@ -1,11 +1,11 @@
 """Paper A's sweeps (notebooks a5, a7, a8, a9): variants of one experiment side by side, at one size or several.
 
-A sweep is the final results of its rows {label: variant} at each size (`cod.compare.load_sweep`, or
+A sweep is the final results of its rows {label: variant} at each size (`cod.claims.tables.load_sweep`, or
 `load_variants` for one experiment: its one size is 130M), failed runs marked. `Sweep` holds what
 its notebooks judge and say of them, so that a notebook keeps its parameters, its calls and its prose:
 
     variants = Sweep(sweep, ROWS, PAPER, Claims("A", profile, seeds))   # PAPER: labels x sizes
-    variants.perplexities["130M"].ppl["LNS"]   # per-seed perplexity (`cod.compare.Perplexities`)
+    variants.perplexities["130M"].ppl["LNS"]   # per-seed perplexity (`cod.claims.tables.Perplexities`)
     variants.mean("LNS", "130M")               # its mean over the seeds that did not fail
     variants.beats("LNS", "Pre-LN", "130M")    # `compare` of "LNS has the lower perplexity", the paper's beside
     variants.add(id_, item, text, paper_value, verdict)   # a claim row; its verdict kept in `verdict_of`
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from cod.compare import Perplexities, perplexities
-from cod.verdicts import Claims, Verdict, compare
+from cod.claims.tables import Perplexities, perplexities
+from cod.claims.verdicts import Claims, Verdict, compare
 
 
 class Sweep:

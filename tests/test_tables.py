@@ -1,4 +1,4 @@
-"""The failure line and perplexity cells of paper A's tables (cod.compare), on hand-made cases; the verdict
+"""The failure line and perplexity cells of paper A's tables (cod.claims.tables), on hand-made cases; the verdict
 rule itself is tested in test_verdicts.py."""
 
 import json
@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cod.compare import by_seed, cell, failure_line, mark_failed, ppl_table, unigram_perplexity
+from cod.claims.tables import by_seed, cell, failure_line, mark_failed, ppl_table
+from cod.data.loader import unigram_perplexity
 
 
 def seeds(*values) -> pd.Series:

@@ -18,11 +18,11 @@ profile's value of the same rung (`profiles: {paper: {model.d_ff: 3072}}`); `see
 leaves a rung out of that profile.
 
 A variant marked `equal_flops: true` trains for the steps that give it the training FLOPs of
-the experiment's shared settings (`cod.flops`): paper B's GQA runs, whose fewer KV heads buy
+the experiment's shared settings (`cod.model.flops`): paper B's GQA runs, whose fewer KV heads buy
 more tokens.
 
 `planned:` in params.yaml lists the runs that later notebooks will add (variants the code does
-not have yet); `cod.plan` costs them by their shape so that the whole profile's budget is known.
+not have yet); `cod.runs.plan` costs them by their shape so that the whole profile's budget is known.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 from cod import ROOT, load_yaml
 from cod.config import ConfigError, RunConfig, apply_overrides, run_config
 from cod.data.tasks import check_fine_tuning
-from cod.flops import flops_per_token
+from cod.model.flops import flops_per_token
 from cod.paths import run_dir, run_name, weights_dir
 from cod.train.fingerprint import is_complete
 

@@ -57,7 +57,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 grad = exps.mul_((keep / sums)[:, None])
                 grad[r, t] -= keep
                 grad = grad.to(compute_dtype)
-                # both products are taken transposed, so their outputs are wide (see cod.cpu_attention)
+                # both products are taken transposed, so their outputs are wide (see cod.model.cpu_attention)
                 grad_h[start:start + rows] = (w.T @ grad.T).T
                 grad_w_t += x.T @ grad
         if need_grad:

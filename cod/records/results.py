@@ -29,7 +29,7 @@ def train_command(experiment: str, profile: str) -> str:
 
 def analyse_command(analysis: str, profile: str) -> str:
     """The command that makes analysis `analysis` of `profile` (`dvc repro` makes params.yaml's only)."""
-    return f"python -m cod.analysis {analysis} --profile {profile}"
+    return f"python -m cod.runs.analysis {analysis} --profile {profile}"
 
 
 def weights_command(path: str | Path) -> str:

@@ -1,9 +1,9 @@
 """Analyses of trained weights, stored as small per-run files that notebooks read without the weights.
 
-    python -m cod.analysis b_depth               # what DVC's analyse@b_depth stage runs
-    python -m cod.analysis b_depth --device cpu  # the models on the CPU (default: cuda when available)
-    python -m cod.analysis open_weights gemma3-270m   # an open-weight decoder (analyse_open@gemma3-270m)
-    python -m cod.analysis open_weight_depth     # paper A's depth measures of the open-weight models (a1)
+    python -m cod.runs.analysis b_depth               # what DVC's analyse@b_depth stage runs
+    python -m cod.runs.analysis b_depth --device cpu  # the models on the CPU (default: cuda when available)
+    python -m cod.runs.analysis open_weights gemma3-270m   # an open-weight decoder (analyse_open@gemma3-270m)
+    python -m cod.runs.analysis open_weight_depth     # paper A's depth measures of the open-weight models (a1)
 
 `params.yaml` declares each analysis under `analyses:` (the experiment whose runs it measures
 and the metrics' settings). For every run of that experiment it writes, to
@@ -54,12 +54,12 @@ from cod.data.corpus import read_source
 from cod.eval import LanguageModel, evaluate, load_tokenizer
 from cod.eval.lm import TextEncoder
 from cod.eval.pretrained import PRETRAINED, load_layered
-from cod.metrics.attention import AttentionStats, attention_at_lengths
+from cod.metrics.attention_sparsity import AttentionStats, attention_at_lengths
 from cod.metrics.depth import DepthMeasures, measure_depth
 from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
-from cod.params import PROFILES, ROOT, load_params, pick, resolve_runs
+from cod.runs.params import PROFILES, ROOT, load_params, pick, resolve_runs
 from cod.paths import analysis_dir, split_run_name
-from cod.results import analyse_command, load_model, train_command
+from cod.records.results import analyse_command, load_model, train_command
 
 LAYER_SETTINGS = ("eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau")  # with layers: true
 SETTINGS = ("experiment", *LAYER_SETTINGS, "zero_shot_tasks", "zero_shot_limit")
@@ -306,7 +306,7 @@ def encoder_windows(tokenizer, n: int, length: int) -> torch.Tensor:
 def depth_windows(kind: str, tokenizer, seq_len: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(idx, targets), each (n, seq_len): a decoder's consecutive windows of BBC news and their next
     tokens (`open_weight_windows`, b9's; Gemma's start with BOS), or an encoder's `encoder_windows`
-    and, as its targets, the same ids (`cod.adapters.HFEncoder` measures the drop against the intact
+    and, as its targets, the same ids (`cod.metrics.adapters.HFEncoder` measures the drop against the intact
     model's embedding of them)."""
     if kind == "decoder":
         (windows,) = open_weight_windows(tokenizer, seq_len, [n])
@@ -591,7 +591,7 @@ def norm_tables(layers: dict[str, dict[tuple[str, int], LayerAnalysis]], norms: 
                 finals: pd.DataFrame) -> NormTables:
     """The tables of the analyses `layers` (`load_sizes`; `norms` {label: variant}): `measure` maps a
     run's analysis to its statistics {column: value} and its per-layer values {column: array of
-    its L blocks}; `finals` (`cod.compare.load_sweep`, its size the analysis name) adds each
+    its L blocks}; `finals` (`cod.claims.tables.load_sweep`, its size the analysis name) adds each
     run's val_ppl and failed."""
     rows, per_layer = [], []
     for name, runs in layers.items():

@@ -6,7 +6,7 @@ A run's cost is its tokens over the tokens/s of its shape, plus start-up and fin
 The speed of a shape is the fastest of the profile's finished runs of that shape (they trained
 two side by side, as the pipeline does, and any further load on the machine only slowed them);
 a shape nobody has trained yet takes the speed of a measured shape of the same width and
-vocabulary, scaled by their training FLOPs per token (`cod.flops`), and failing that is timed
+vocabulary, scaled by their training FLOPs per token (`cod.model.flops`), and failing that is timed
 here for a few steps (alone, so a loaded machine makes the estimate pessimistic). Planned runs (params.yaml `planned:`) are costed by the settings this code knows, and a
 `cost_factor` for what it does not (an MoE step).
 """
@@ -24,9 +24,9 @@ from typing import Any
 import torch
 
 from cod.config import FFN, ModelConfig, RunConfig, run_config_from_dict
-from cod.flops import flops_per_token
+from cod.model.flops import flops_per_token
 from cod.model import Transformer
-from cod.params import ROOT, Run, all_runs, profile_settings
+from cod.runs.params import ROOT, Run, all_runs, profile_settings
 from cod.paths import profile_runs
 from cod.train.speed import measure
 
@@ -202,7 +202,7 @@ def record_block(params: dict[str, Any], profiles: tuple[str, ...] = CPU_PROFILE
                     f"| {totals['all']:.1f} h on {jobs} cores | {measured_core_hours(profile):.1f} |")
     return "\n".join([
         f"`make plan`, {date.today().isoformat()}: each CPU profile from scratch, priced from its runs' measured "
-        "throughput (`cod.plan`), and what its finished runs took.",
+        "throughput (`cod.runs.plan`), and what its finished runs took.",
         "",
         "| profile | runs | with results in git | core-hours from scratch | wall time | core-hours measured |",
         "|---|---|---|---|---|---|",

@@ -13,7 +13,7 @@ it would add about one half at any eps). Sequences of the batch are pooled: the 
 and means run over every sequence's entries and queries.
 
 The patterns (B, H, T, T) come from `attention_pattern`: our Transformer's attention branch, or
-a Hugging Face decoder's own attention through `cod.adapters.HFDecoder.attention_pattern`.
+a Hugging Face decoder's own attention through `cod.metrics.adapters.HFDecoder.attention_pattern`.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class AttentionStats:
 
 def attention_pattern(model, layer: int, x: torch.Tensor) -> torch.Tensor:
     """(B, H, T, T) probabilities of block `layer` on its input x: a model's own
-    `attention_pattern(layer, x)` when it has one (`cod.adapters.HFDecoder`), else our Transformer's."""
+    `attention_pattern(layer, x)` when it has one (`cod.metrics.adapters.HFDecoder`), else our Transformer's."""
     if hasattr(model, "attention_pattern"):
         return model.attention_pattern(layer, x)
     attn = model.blocks[layer].attn
@@ -77,7 +77,7 @@ def attention_pattern(model, layer: int, x: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def attention_stats(model, stream: Stream, thresholds: Sequence[float]) -> AttentionStats:
     """Sparsity and entropy of every layer and head on the stream's tokens (our Transformer or a
-    Hugging Face decoder behind `cod.adapters`); the evaluation length is the stream's sequence length."""
+    Hugging Face decoder behind `cod.metrics.adapters`); the evaluation length is the stream's sequence length."""
     sparsity, entropy = [], []
     for l in range(len(model.blocks)):
         pattern = attention_pattern(model, l, stream.h[l])

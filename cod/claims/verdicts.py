@@ -50,10 +50,10 @@ The rule, stated in every notebook before its numbers:
 
 Every verdict reports our effect and its interval beside the paper's (`effect_text`), e.g.
 "ratio 0.987 [0.975, 0.999] (paper 0.964)". A failed run enters with its perplexity raised to
-the failure line's at least (`cod.compare.mark_failed`: no better than the unigram model); an
+the failure line's at least (`cod.claims.tables.mark_failed`: no better than the unigram model); an
 infinite value still passed is clipped to the largest finite value of the values judged (-inf
 to the smallest), so a failed run counts as the worst run that did not fail. Theory checks
-(`cod.theory.claims`) keep holds / holds loosely / fails with their stated tolerances.
+(`cod.theory.checks`) keep holds / holds loosely / fails with their stated tolerances.
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ import pandas as pd
 # nctdtrinc: the noncentral t's noncentrality at a given probability; chdtri, ndtr: chi-square quantile, normal CDF
 from scipy.special import chdtri, nctdtrinc, ndtr, stdtrit
 
-from cod.registry import ClaimEntry, load_registry
-from cod.results import save_claims
+from cod.claims.registry import ClaimEntry, load_registry
+from cod.records.results import save_claims
 
 ALPHA = 0.05
 POWER = 0.8  # the power at which a design's detectable effect is stated
@@ -652,7 +652,7 @@ def attention_near_uniform(entropy_ratio: dict[str, float | pd.Series], margin: 
 
 
 def diverged(final: pd.DataFrame) -> Verdict | None:
-    """Beyond reach when the trainer stopped every run of `final` (`cod.results.load_final`) as
+    """Beyond reach when the trainer stopped every run of `final` (`cod.records.results.load_final`) as
     diverged (status 'diverged'; a run merely above the failure line does not count)."""
     if final.empty or not (final["status"] == "diverged").all():
         return None
@@ -717,13 +717,13 @@ def robustness(verdict: str, neighbours: Mapping[str, Sequence[tuple[Any, str]]]
 
 class Claims:
     """The claims one notebook judges: `add` each, then `save` writes figures_dir/claims.json
-    (checked by `cod.results.save_claims`) and returns the table for display.
+    (checked by `cod.records.results.save_claims`) and returns the table for display.
 
-    A claim is the paper's, as the registry (`cod/registry.yaml`) states it: a row takes its item,
+    A claim is the paper's, as the registry (`cod/claims/registry.yaml`) states it: a row takes its item,
     paraphrase, paper numbers and source (the paper's claim, or a reading of ours) from the
     registry entry of its id, and keeps the notebook's own wording as `test` (how the claim is
     measured here). An id the registry lacks is refused. A claim whose `verdict` is a string
-    instead (why it cannot be judged here, e.g. `cod.ladder.Ladder.lacks`) is not judged: `save`
+    instead (why it cannot be judged here, e.g. `cod.claims.ladder.Ladder.lacks`) is not judged: `save`
     prints it in its line of skipped claims.
 
     What the registry fixes before any comparison is enforced here: a claim with a `premise` needs
@@ -745,7 +745,7 @@ class Claims:
         """The registry entry of claim `id_` (KeyError naming the registry when it has none)."""
         entry = registered(id_, self.profile)
         if entry is None:
-            raise KeyError(f"claim {id_!r} is not in cod/registry.yaml: register it from the paper's text first")
+            raise KeyError(f"claim {id_!r} is not in cod/claims/registry.yaml: register it from the paper's text first")
         return entry
 
     def choice(self, id_: str, name: str) -> Any:
@@ -770,7 +770,7 @@ class Claims:
 
     def _check(self, id_: str, entry: ClaimEntry, verdict, premise) -> None:
         if entry.paper != self.paper:
-            raise ValueError(f"claim {id_!r}: paper {self.paper!r} here, {entry.paper!r} in cod/registry.yaml")
+            raise ValueError(f"claim {id_!r}: paper {self.paper!r} here, {entry.paper!r} in cod/claims/registry.yaml")
         if (entry.premise is None) != (premise is None):
             raise ValueError(f"claim {id_!r}: the registry {'states a' if entry.premise else 'states no'} premise; "
                              f"pass premise= {'its verdict' if entry.premise else 'only with one'}")

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cod.pilot import geomean
-from cod.results import load_final, load_layer_stats, load_validation
-from cod.verdicts import t_interval
+from cod.claims.pilot import geomean
+from cod.records.results import load_final, load_layer_stats, load_validation
+from cod.claims.verdicts import t_interval
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Perplexity tables of variants compared over seeds: cells beside the paper's, and failed runs.
 
-The verdict rule every table is judged by lives in `cod/verdicts.py` (`compare`, `best_of`,
+The verdict rule every table is judged by lives in `cod/claims/verdicts.py` (`compare`, `best_of`,
 `monotone`); this module only prepares the per-seed values it is applied to. What counts as
 a failed run was fixed before any table was filled (paper A's Tables 1, 3, 6, 7, 8):
 
@@ -22,17 +22,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from cod.config import run_config_from_dict
-from cod.curves import failure_lines_file
-from cod.data.loader import unigram_perplexity
+from cod.runs.curves import failure_line_of, failure_lines_file
 from cod.plots import loss_curves, paper_line
-from cod.results import load_final, train_command
+from cod.records.results import load_final, train_command
 
 
 def failure_line(runs_root: str | Path, experiment: str) -> float:
     """The failure line of `experiment`'s runs under `runs_root` (ROOT/runs/PROFILE): the unigram
     perplexity the `failure_lines` stage recorded in figures/PROFILE/failure_lines.json, a committed
-    file; counted from the token arrays (`unigram_perplexity`) where that record lacks it."""
+    file; counted from the token arrays (`cod.runs.curves.failure_line_of`) where that record lacks it."""
     runs_root = Path(runs_root)
     record = failure_lines_file(runs_root)
     if record.is_file() and experiment in (lines := json.loads(record.read_text())):
@@ -41,12 +39,11 @@ def failure_line(runs_root: str | Path, experiment: str) -> float:
     if config is None:
         raise FileNotFoundError(f"no finished run in {runs_root / experiment}: "
                                 f"`{train_command(experiment, runs_root.name)}` trains them")
-    cfg = run_config_from_dict(json.loads(config.read_text()))
-    return unigram_perplexity(cfg.data.dataset_dir, cfg.train.eval_tokens)
+    return failure_line_of(config)
 
 
 def mark_failed(final: pd.DataFrame, chance_ppl: float) -> pd.DataFrame:
-    """`final` (cod.results.load_final) with `failed` and `ppl` (val_ppl; when failed, the larger
+    """`final` (cod.records.results.load_final) with `failed` and `ppl` (val_ppl; when failed, the larger
     of val_ppl and `chance_ppl`, and `chance_ppl` without a val_ppl)."""
     out = final.copy()
     ppl = pd.to_numeric(out["val_ppl"], errors="coerce")
