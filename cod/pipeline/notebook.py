@@ -288,10 +288,18 @@ def regenerate_all(jobs: int = 2) -> None:
 
 
 class _LineHandler(logging.StreamHandler):
-    """Writes log messages as they are, one line each (papermill's cell outputs end in newlines)."""
+    """Writes log messages as they are, one line each (papermill's cell outputs end in newlines), less
+    papermill's per-cell bookkeeping and the text stand-in of a Markdown display (`BOOKKEEPING`)."""
 
     def format(self, record: logging.LogRecord) -> str:
         return record.getMessage().rstrip("\n")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage().strip()
+        return not message.startswith(BOOKKEEPING) and super().filter(record)
+
+
+BOOKKEEPING = ("Executing Cell", "Ending Cell", "Executing notebook with kernel", "<IPython.core.display.Markdown object>")
 
 
 def show_papermill_log() -> None:
