@@ -67,7 +67,6 @@ from cod import kernel
 figures_dir = kernel.start("a2_pre_vs_post_ln", profile, figures_dir)  # unset: a folder of its own
 
 # %%
-import functools
 from functools import partial
 from pathlib import Path
 
@@ -77,7 +76,7 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.runs.analysis import load_sizes, norm_tables, size_label
+from cod.runs.analysis import deep_share_tables, load_sizes, size_label
 from cod.claims.tables import load_size_sweep
 from cod.metrics.angular import adjacent_distances, by_offset, column_scaled
 from cod.records.results import spread
@@ -112,14 +111,7 @@ def measure(a, deep_share: float = deep_share):
 
 
 sweep = load_size_sweep(experiments, Path(runs_root) / profile)
-
-
-@functools.cache
-def runs_at(deep_share: float):
-    """The per-run and per-layer tables with the deep blocks the last `deep_share` of each model's."""
-    return norm_tables(layers, VARIANTS, partial(measure, deep_share=deep_share), sweep)
-
-
+runs_at = deep_share_tables(layers, VARIANTS, measure, sweep)  # runs_at(share): the tables with that deep share
 runs = runs_at(deep_share)
 runs.save(figures_dir)
 table, per_layer = runs.per_run, runs.per_layer

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import shutil
 import sys
@@ -605,6 +606,15 @@ def norm_tables(layers: dict[str, dict[tuple[str, int], LayerAnalysis]], norms: 
     keys = ["size", "variant", "seed"]
     per_run = pd.DataFrame(rows).merge(finals[[*keys, "val_ppl", "failed"]], on=keys, how="left")
     return NormTables(per_run.sort_values(["size", "norm", "seed"]).reset_index(drop=True), pd.DataFrame(per_layer))
+
+
+def deep_share_tables(layers: dict[str, dict[tuple[str, int], LayerAnalysis]], norms: dict[str, str],
+                      measure: typing.Callable[..., Any], finals: pd.DataFrame) -> typing.Callable[[float], NormTables]:
+    """`norm_tables` as a function of the deep share, each share's tables made once: `measure(a,
+    deep_share=...)` counts the last `deep_share` of a model's blocks as deep (a free choice that
+    notebooks a2 and a10 judge their claims at, and again at its neighbours)."""
+    return functools.cache(lambda deep_share: norm_tables(layers, norms, functools.partial(measure, deep_share=deep_share),
+                                                          finals))
 
 
 def load_zero_shot(folder: str | Path) -> list[dict[str, Any]]:
