@@ -85,7 +85,7 @@ def test_every_departure_names_registered_claims_and_a_reason_when_untested():
     for departure in found.values():
         assert set(departure.bears_on) | set(departure.tested_by) <= set(registry)
         assert departure.tested_by or departure.untested_why
-        assert all(registry[id_].notebook == "h2_departures" for id_ in departure.tested_by)
+        assert all(registry[id_].ours and registry[id_].tests in departure.bears_on for id_ in departure.tested_by)
 
 
 def test_a_departure_naming_an_unregistered_claim_is_refused(tmp_path):

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cod.claims.registry import (DEFAULT_PATH, ClaimEntry, RegistryError, definitions, headline_claims, load_registry,
-                          our_readings, paper_claims, parse_claim)
+from cod.claims.registry import (DEFAULT_PATH, ClaimEntry, RegistryError, definitions, departures, headline_claims,
+                                 load_registry, our_readings, paper_claims, parse_claim)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -208,6 +208,25 @@ def test_a_planned_entry_needs_no_committed_claim(tmp_path):
     path = tmp_path / "registry.yaml"
     path.write_text(yaml.safe_dump(document))
     assert load_registry(path)["a8-future"].planned
+
+
+def test_a_reading_tests_a_registered_paper_claim_that_its_departure_bears_on(tmp_path):
+    """`tests` names a claim of the papers, only on a reading of ours; a departure's `tested_by` readings
+    test claims of its `bears_on` (what lets the report put each test under the claim it explains)."""
+    document = yaml.safe_load(DEFAULT_PATH.read_text())
+    path = tmp_path / "registry.yaml"
+    reading = document["claims"]["h2-released-fig4-growth"]
+    assert load_registry()["h2-released-fig4-growth"].tests == "a4-deep-variance-grows"
+    for bad in ("no-such-claim", "h2-released-fig4-level"):  # unknown; a reading of ours, not the paper's claim
+        document["claims"]["h2-released-fig4-growth"] = {**reading, "tests": bad}
+        path.write_text(yaml.safe_dump(document))
+        with pytest.raises(RegistryError, match="'tests' must name a registered claim of the papers"):
+            load_registry(path)
+    document["claims"]["h2-released-fig4-growth"] = reading
+    document["claims"]["h2-horizon-fig4-growth"]["tests"] = "a10-drop-deep-130m"  # a claim 'schedule' does not bear on
+    path.write_text(yaml.safe_dump(document))
+    with pytest.raises(RegistryError, match=r"departure 'schedule'.*not: \['h2-horizon-fig4-growth'\]"):
+        departures(path)
 
 
 def expected_number(entry: ClaimEntry, key: str) -> float | None:

@@ -261,6 +261,9 @@ def departures(path: str | Path = DEFAULT_PATH) -> dict[str, Departure]:
                 unknown = [id_ for id_ in ids if id_ not in claims] if isinstance(ids, list) else ids
                 raise RegistryError(f"{where}: {key!r} must list registered claim ids; not registered: {unknown}")
             lists[key] = tuple(ids)
+        wrong = [id_ for id_ in lists["tested_by"] if (document["claims"][id_] or {}).get("tests") not in lists["bears_on"]]
+        if wrong:
+            raise RegistryError(f"{where}: each claim of 'tested_by' must test (its 'tests') a claim of 'bears_on'; not: {wrong}")
         if not lists["tested_by"] and "untested_why" not in entry:
             raise RegistryError(f"{where}: no claim tests it, so 'untested_why' must say why")
         if entry["paper"] not in PAPERS:
