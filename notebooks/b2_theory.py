@@ -93,9 +93,9 @@ from IPython.display import Markdown, display
 
 from cod import plots
 from cod.theory import (
-    attention,
+    attention_variance,
     bounds,
-    claims,
+    checks,
     fits,
     jacobians,
     moe,

@@ -265,7 +265,7 @@ def test_line(id_: str, judged: dict[str, pd.DataFrame], root: Path) -> str | No
     rows = {p: t.loc[id_] for p, t in judged.items() if id_ in t.index and t.loc[id_, "verdict"] != NOT_RUN}
     if not rows:
         return None
-    claim = next(iter(rows.values()))["claim"]
+    claim = next(iter(rows.values()))["claim"].rstrip(".")
     return f"{claim}: " + "; ".join(f"**{row['verdict']}** at `{p}`, {link(row, p, root)}" for p, row in rows.items())
 
 
@@ -283,10 +283,11 @@ def in_short(judged: dict[str, pd.DataFrame], root: Path) -> str:
     tests = tests[tests["moved toward the paper"] != "not run"] if len(tests) else tests
     if len(tests):
         words = tests["moved toward the paper"].map(lambda v: MOVED.get(v, v).split()[0])
-        said = ", ".join(f"{int((words == w).sum())} {w}" for w in ("toward", "away", "inconclusive") if (words == w).any())
-        lines += ["", f"Under the departures of the authors' released code, run at the headline profile, the "
-                      f"{len(tests)} tested statistics moved: {said} the papers' values ([why claims fail](#why-claims-fail), "
-                      f"[departures](#departures-of-the-authors-code-from-their-papers))."]
+        counts = {w: int((words == w).sum()) for w in ("toward", "away", "inconclusive")}
+        lines += ["", f"Under the departures of the authors' released code, run at the headline profile, "
+                      f"{counts['toward']} of the {len(tests)} tested statistics moved toward the papers' values, "
+                      f"{counts['away']} away from them and {counts['inconclusive']} neither decisively "
+                      "([why claims fail](#why-claims-fail), [departures](#departures-of-the-authors-code-from-their-papers))."]
     return "\n".join(lines)
 
 
