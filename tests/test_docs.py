@@ -81,3 +81,12 @@ def test_a_departure_test_reads_in_its_claims_units_beside_cods_and_the_papers()
     assert docs.moved(direction).endswith("the paper states the direction only: **toward the paper**")
     assert docs._moved_short(direction).endswith("(cod 0.987) **toward**")
     assert docs.moved(docs.pd.Series({**row, "moved toward the paper": "not run"})) == "perplexity, LNS / Pre-LN: not run yet"
+
+
+def test_departure_tests_are_the_rows_that_ran(tmp_path):
+    """What the report and the README read of h2's table: the tests that ran, by claim id."""
+    path = tmp_path / docs.DEPARTURE_TESTS
+    path.parent.mkdir(parents=True)
+    path.write_text("id,departure,moved toward the paper\nh2-a,x,reproduced\nh2-b,y,not run\nh2-c,z,inconclusive\n")
+    assert list(docs.departure_tests(tmp_path).index) == ["h2-a", "h2-c"]
+    assert docs.departure_tests(tmp_path / "nowhere").empty

@@ -201,10 +201,13 @@ MOVED = {REPRODUCED: "toward the paper", NOT_REPRODUCED: "away from it"}  # a mo
 
 
 def departure_tests(root: Path) -> pd.DataFrame:
-    """h2_departures' table, one row per test (by claim id): the departure, the claim, the statistic,
-    and its value in the paper, under cod's recipe and with the departure; empty before h2 ran."""
+    """h2_departures' table, one row per test that has run (by claim id): the departure, the claim, the
+    statistic, and its value in the paper, under cod's recipe and with the departure; empty before h2 ran."""
     path = root / DEPARTURE_TESTS
-    return pd.read_csv(path, dtype=str).set_index("id") if path.is_file() else pd.DataFrame()
+    if not path.is_file():
+        return pd.DataFrame()
+    tests = pd.read_csv(path, dtype=str).set_index("id")
+    return tests[tests["moved toward the paper"] != "not run"]
 
 
 def moved(row: pd.Series) -> str:
@@ -228,6 +231,7 @@ def _paper_value(row: pd.Series) -> float | None:
 
 
 def departures_section(judged: dict[str, pd.DataFrame], root: Path) -> str:
+    tests = departure_tests(root)
     lines = ["## Departures of the authors' code from their papers", "",
              "Each was checked in the authors' repository at the commit and file named (cod/claims/registry.yaml, "
              "`departures:`). Where a run tests one, the claims of `h2_departures` ask whether the authors' recipe "
@@ -241,7 +245,7 @@ def departures_section(judged: dict[str, pd.DataFrame], root: Path) -> str:
         lines += [f"### {name} (paper {d.paper})", "", f"- **The paper:** {d.says}.",
                   f"- **The released code** ({d.repository} at {d.commit}, {d.file}): {d.released}.",
                   f"- **cod:** {d.cod}.", f"- **Bears on:** " + ", ".join(f"`{c}`" for c in d.bears_on) + "."]
-        found = [line for id_ in d.tested_by if (line := test_line(id_, judged, root))]
+        found = [line for id_ in d.tested_by if (line := test_line(id_, judged, tests, root))]
         if not d.tested_by:
             lines.append(f"- **Tested:** no; {d.untested_why}.")
         elif not found:
@@ -253,12 +257,11 @@ def departures_section(judged: dict[str, pd.DataFrame], root: Path) -> str:
     return "\n".join(lines)
 
 
-def test_line(id_: str, judged: dict[str, pd.DataFrame], root: Path) -> str | None:
+def test_line(id_: str, judged: dict[str, pd.DataFrame], tests: pd.DataFrame, root: Path) -> str | None:
     """What the reading `id_` that tests a departure found: h2's row (the statistic with the departure,
     cod's and the paper's, and the move), or the claim's verdict at each profile that judged it; None
-    where no profile has."""
-    tests = departure_tests(root)
-    if id_ in tests.index and tests.loc[id_, "moved toward the paper"] != "not run":
+    where no profile has (`tests`: `departure_tests`)."""
+    if id_ in tests.index:
         test = tests.loc[id_]
         notebook = "../notebooks/executed/headline/h2_departures.ipynb"
         return f"{test['departure']}; {test['claim']}: {moved(test)} (move {test['move']}; [`{id_}`]({notebook}))"
@@ -272,15 +275,12 @@ def test_line(id_: str, judged: dict[str, pd.DataFrame], root: Path) -> str | No
 def in_short(judged: dict[str, pd.DataFrame], root: Path) -> str:
     """The answer first: each headline question at the headline profile (the README's lines, linked from
     docs/), the papers' own claims counted by verdict at each profile, and what the departures did."""
-    said = _relinked(answer(root, with_departures=False)).replace(
-        "; every claim and both profiles: [the report](../docs/report.md)", "")
-    lines = ["## In short", "", said.strip(), ""]
+    lines = ["## In short", "", _relinked(answer(root, readme=False)).strip(), ""]
     for profile, table in judged.items():
         rows = table[table["source"] == "paper"] if len(table) else table
         counts = ", ".join(f"{int((rows['verdict'] == v).sum())} {v}" for v in VERDICT_ORDER[:4]) if len(rows) else ""
         lines.append(f"Of the papers' own claims judged at `{profile}` ({len(rows)}): {counts}.")
     tests = departure_tests(root)
-    tests = tests[tests["moved toward the paper"] != "not run"] if len(tests) else tests
     if len(tests):
         words = tests["moved toward the paper"].map(lambda v: MOVED.get(v, v).split()[0])
         counts = {w: int((words == w).sum()) for w in ("toward", "away", "inconclusive")}
@@ -294,7 +294,7 @@ def in_short(judged: dict[str, pd.DataFrame], root: Path) -> str:
 def why_they_fail(everywhere: dict[str, pd.DataFrame], root: Path) -> str:
     """For each headline question's claim that does not reproduce at the headline profile, the departures
     of the authors' code that bear on it (the registry's `bears_on`) and what their runs found."""
-    judged, found = everywhere["headline"], departures(root / "cod/claims/registry.yaml")
+    judged, found, tests = everywhere["headline"], departures(root / "cod/claims/registry.yaml"), departure_tests(root)
     tested = {id_: e.tests for id_, e in load_registry(root / "cod/claims/registry.yaml").items() if e.tests}
     lines = ["## Why claims fail", "", "Each headline claim not reproduced at the `headline` profile, with the "
              "departures of the authors' released code that bear on it and what a run of each found (the "
@@ -305,7 +305,7 @@ def why_they_fail(everywhere: dict[str, pd.DataFrame], root: Path) -> str:
             lines.append(f"- `{id_}` **{row['verdict']}** ({link(row, 'headline', root)}): {row['claim']}")
             bearing = [d for d in found.values() if id_ in d.bears_on]
             for d in bearing:
-                ran = [line for t in d.tested_by if tested.get(t) == id_ and (line := test_line(t, everywhere, root))]
+                ran = [line for t in d.tested_by if tested.get(t) == id_ and (line := test_line(t, everywhere, tests, root))]
                 said = "; ".join(ran) or "no run tests it on this claim yet"
                 lines.append(f"  - *{d.name}*: {said}.")
             if not bearing:
@@ -417,13 +417,14 @@ def _relinked(text: str) -> str:
     return re.sub(r"^(\[[^\]]+\]: )(?!https?:|\.\./|#)", r"\1../", inline, flags=re.M)  # reference definitions
 
 
-def answer(root: Path = ROOT, with_departures: bool = True) -> str:
+def answer(root: Path = ROOT, readme: bool = True) -> str:
     """The README's answer: each headline question of each paper in one line, the deciding claims'
-    effects at the headline profile beside the paper's, and their verdicts; then, `with_departures`, what
-    the authors' released recipe moved."""
+    effects at the headline profile beside the paper's, and their verdicts; in the README (`readme`) also
+    a pointer to the report and what the authors' released recipe moved, which the report details."""
     judged = claims(root, "headline")
-    lines = ["At the `headline` profile (width 64, 4M tokens, 3-5 seeds; every claim and both profiles: "
-             "[the report](docs/report.md)), our effect [95% interval] beside the paper's:", ""]
+    pointer = "; every claim and both profiles: [the report](docs/report.md)" if readme else ""
+    lines = [f"At the `headline` profile (width 64, 4M tokens, 3-5 seeds{pointer}), our effect [95% interval] "
+             "beside the paper's:", ""]
     for paper in ("A", "B"):
         lines.append(f"**Paper {paper}.**")
         lines.append("")
@@ -434,8 +435,7 @@ def answer(root: Path = ROOT, with_departures: bool = True) -> str:
         lines.append("")
     notebooks = sorted({*judged.get("notebook", ()), "h2_departures"})
     tests = departure_tests(root)
-    tests = tests[tests["moved toward the paper"] != "not run"] if len(tests) else tests
-    if len(tests) and with_departures:
+    if len(tests) and readme:
         lines += ["**Does the authors' released recipe move our effects toward the papers'?** (readings of ours, "
                   "[`h2_departures`][h2], paired by seed: the statistic "
                   "with the departure, cod's and the paper's beside it; intervals in the report)", ""]
@@ -443,7 +443,8 @@ def answer(root: Path = ROOT, with_departures: bool = True) -> str:
             said = "; ".join(_moved_short(row) for _, row in group.iterrows())
             lines.append(f"- *{departure}*: {said}.")
         lines.append("")
-    used = [name for name in notebooks if f"][{_label(name)}]" in "\n".join(lines)]
+    text = "\n".join(lines)
+    used = [name for name in notebooks if f"][{_label(name)}]" in text]
     lines += [f"[{_label(name)}]: notebooks/executed/headline/{name}.ipynb" for name in used]  # each target once
     return "\n".join(lines).strip() + "\n"
 
