@@ -288,6 +288,18 @@ def usefulness_curves(curve: pd.DataFrame, tau: float, matched: float | None = N
     return fig
 
 
+def ladder_sensitivity(ladder, taus, tau: float, matched: float | None, figures_dir: str | Path,
+                       matrices: str) -> pd.DataFrame:
+    """A ladder's (`cod.claims.ladder.Ladder`) useful share at each of `taus`, written to
+    figures_dir/usefulness_vs_tau.csv and drawn (`usefulness_curves`), then its score matrices
+    (`rung_matrices`) shown as figures_dir/MATRICES.png. Returns the share per tau."""
+    curve = ladder.usefulness_curve(taus)
+    curve.to_csv(Path(figures_dir) / "usefulness_vs_tau.csv")
+    show(usefulness_curves(curve, tau, matched), figures_dir, "usefulness_vs_tau")
+    show(rung_matrices(ladder, tau), figures_dir, matrices)
+    return curve
+
+
 def ladder_variance(ladder, title: str):
     """Two panels of a ladder (`cod.claims.ladder.Ladder`): the last layer's output variance during
     training and every layer's at the end, mean over seeds with min..max bands, on log axes."""

@@ -64,11 +64,8 @@ import torch
 from IPython.display import Markdown, display
 
 from cod import plots
-
-from cod.runs import curves
-
-from cod.claims import scoreboard
 from cod.config import ImageSet, run_config
+from cod.runs import curves
 from cod.runs.params import all_runs, load_params, resolve_runs
 from cod.runs.plan import plan
 from cod.model import Transformer

@@ -94,7 +94,6 @@ figures_dir = kernel.start("a3_theory", profile, figures_dir)  # unset: a folder
 analyses_dir = analyses_dir or f"analyses/{profile}"
 
 # %%
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -113,18 +112,15 @@ from cod.claims.verdicts import Claims, Verdict, beyond_reach, compare
 
 print(cod.claims.verdicts.rule())
 torch.set_num_threads(torch_threads)
-out = Path(figures_dir)
-out.mkdir(parents=True, exist_ok=True)
-t_start = time.time()
 ledger = Claims("A", profile, seeds=[seed])
-SETTINGS = dict(  # the counts, recorded with the results
+results = checks.Results(figures_dir, profile, seed, settings=dict(  # the counts, recorded with the results
     var_layers=var_layers, var_samples=var_samples, var_d=var_d, var_tokens=var_tokens, input_stds=input_stds,
     n_boot=n_boot, jac_layers=jac_layers, jac_samples=jac_samples, jac_d=jac_d, jac_tokens=jac_tokens,
     id_samples=id_samples, id_stds=id_stds, qg_depths=qg_depths, qg_samples=qg_samples, qg_iter=qg_iter,
     lm_layers=lm_layers, lm_d=lm_d, lm_steps=lm_steps, lm_batch=lm_batch, lm_seq=lm_seq,
     lm_jac_tokens=lm_jac_tokens,
-)
-results = {"profile": profile, "seed": seed, "settings": SETTINGS}
+))
+out = results.out
 
 
 def show(fig, name):
@@ -1048,9 +1044,7 @@ if sizes:
 # at the top (theory rules of `cod/theory/checks.py`; the trained-model claims by `cod/claims/verdicts.py`).
 
 # %%
-results["runtime_s"] = time.time() - t_start
-checks.write_json(out / "results.json", results)
-print(f"runtime {results['runtime_s']:.0f} s, profile {profile}")
+print(f"runtime {results.save():.0f} s, profile {profile}")
 ledger.save(out)
 
 # %% [markdown]

@@ -65,7 +65,7 @@ from cod import plots
 from cod.claims.tables import by_seed, cell, failure_line, load_sweep, ppl_dots, ppl_dots_legend, ppl_table
 from cod.records.results import load_history
 from cod.claims.sweep import Sweep
-from cod.claims.verdicts import Claims, best_of, compare, too_few_rivals
+from cod.claims.verdicts import best_of, compare, too_few_rivals
 
 ROWS = {"Pre-LN": "pre_ln", "+ LayerScale": "layerscale", "+ SkipInit": "skipinit",
         "+ Depth-Scaled Init": "depth_scaled_init", "+ Scaled Init": "scaled_init", "+ LNS": "lns",
@@ -140,7 +140,7 @@ plots.show(fig, figures_dir, "loss_curves")
 # ## Claims, judged by the rule, per size
 
 # %%
-variants = Sweep(sweep, ROWS, PAPER, Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique())))
+variants = Sweep.judged(sweep, ROWS, PAPER, profile)
 add, beats, v = variants.add, variants.beats, variants.verdict_of  # v: claim id -> Verdict, for the text below
 for size in sizes:
     q, tag, p = variants.perplexities[size].ppl, size.lower(), PAPER[size]

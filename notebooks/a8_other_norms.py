@@ -62,10 +62,10 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.claims.tables import load_variants, ppl_and_loss, ppl_table
+from cod.claims.tables import load_variants, ppl_and_loss, ppl_table, written
 from cod.records.results import load_history
 from cod.claims.sweep import Sweep
-from cod.claims.verdicts import REPRODUCED, Claims, best_of, effect_text
+from cod.claims.verdicts import REPRODUCED, best_of, effect_text
 
 ROWS = {"Pre-LN": "pre_ln", "Admin": "admin", "Group-LN": "group_ln", "Sandwich-LN": "sandwich_ln",
         "Mix-LN": "mix_ln", "LNS": "lns"}
@@ -84,9 +84,7 @@ print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 # vocabulary and the offline corpus, so only the ordering compares with the paper's.
 
 # %%
-table = ppl_table(sweep, ROWS, PAPER)
-table.to_csv(Path(figures_dir) / "table7.csv")
-display(table)
+display(written(ppl_table(sweep, ROWS, PAPER), figures_dir, "table7"))
 
 # %% [markdown]
 # ## Final perplexity and training loss
@@ -98,16 +96,16 @@ display(table)
 
 # %%
 history = load_history(experiment, runs_dir)
-fig, ax_ppl, ax = ppl_and_loss(sweep, history, ROWS, PAPER["130M"], "paper A, Table 7")
-ax_ppl.set_title("Table 7: final perplexity at 130M")
-ax.set_title(f"Table 7's norms at 130M: training loss ({profile} profile)")
+fig = ppl_and_loss(sweep, history, ROWS, PAPER["130M"], "paper A, Table 7",
+                   titles=("Table 7: final perplexity at 130M",
+                           f"Table 7's norms at 130M: training loss ({profile} profile)"))
 plots.show(fig, figures_dir, "loss_curves")
 
 # %% [markdown]
 # ## Claims, judged by the rule
 
 # %%
-variants = Sweep(sweep, ROWS, PAPER, Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique())))
+variants = Sweep.judged(sweep, ROWS, PAPER, profile)
 add, beats, v = variants.add, variants.beats, variants.verdict_of  # v: claim id -> Verdict, for the text below
 seeds = variants.perplexities["130M"]
 ppl = seeds.ppl

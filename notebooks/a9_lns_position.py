@@ -66,10 +66,10 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.claims.tables import by_seed, load_variants, ppl_and_loss, ppl_table
+from cod.claims.tables import by_seed, load_variants, ppl_and_loss, ppl_table, written
 from cod.records.results import load_history
 from cod.claims.sweep import Sweep
-from cod.claims.verdicts import INCONCLUSIVE, REPRODUCED, Claims, Verdict, best_of, one_sample
+from cod.claims.verdicts import INCONCLUSIVE, REPRODUCED, Verdict, best_of, one_sample
 
 ROWS = {"Pre-LN": "pre_ln", "before LN": "lns_before_norm", "after Attn/FFN": "lns_after_branch",
         "after residual": "lns_after_residual", "only after Attn": "lns_attn_only",
@@ -91,9 +91,7 @@ print(cod.claims.verdicts.rule())  # the rule every claim below is judged by
 # compares with the paper's.
 
 # %%
-table = ppl_table(sweep, ROWS, PAPER)
-table.to_csv(Path(figures_dir) / "table8.csv")
-display(table)
+display(written(ppl_table(sweep, ROWS, PAPER), figures_dir, "table8"))
 
 # %% [markdown]
 # ## Final perplexity and training loss
@@ -106,16 +104,16 @@ display(table)
 
 # %%
 history = load_history(experiment, runs_dir)
-fig, ax_ppl, ax = ppl_and_loss(sweep, history, ROWS, PAPER["130M"], "paper A, Table 8", height=4.4)
-ax_ppl.set_title("Table 8: final perplexity at 130M")
-ax.set_title(rf"Positions of $1/\sqrt{{l}}$ at 130M: training loss ({profile} profile)")
+fig = ppl_and_loss(sweep, history, ROWS, PAPER["130M"], "paper A, Table 8",
+                   titles=("Table 8: final perplexity at 130M",
+                           rf"Positions of $1/\sqrt{{l}}$ at 130M: training loss ({profile} profile)"), height=4.4)
 plots.show(fig, figures_dir, "loss_curves")
 
 # %% [markdown]
 # ## Claims, judged by the rule
 
 # %%
-variants = Sweep(sweep, ROWS, PAPER, Claims("A", profile, sorted(int(s) for s in sweep["seed"].unique())))
+variants = Sweep.judged(sweep, ROWS, PAPER, profile)
 add, beats, v = variants.add, variants.beats, variants.verdict_of  # v: claim id -> Verdict, for the text below
 seeds = variants.perplexities["130M"]
 ppl, failed = seeds.ppl, seeds.failed

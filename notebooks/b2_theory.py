@@ -83,9 +83,6 @@ from cod import kernel
 figures_dir = kernel.start("b2_theory", profile, figures_dir)  # unset: a folder of its own
 
 # %%
-import time
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -107,17 +104,14 @@ from cod.theory.stack import StackConfig, simulate
 from cod.claims.verdicts import Claims, Verdict
 
 torch.set_num_threads(torch_threads)
-out = Path(figures_dir)
-out.mkdir(parents=True, exist_ok=True)
-t_start = time.time()
 ledger = Claims("B", profile, seeds=[seed])
-SETTINGS = dict(  # the counts, recorded with the results
+results = checks.Results(figures_dir, profile, seed, settings=dict(  # the counts, recorded with the results
     n_boot=n_boot, mask_d=mask_d, mask_layers=mask_layers, mask_draws=mask_draws, rhos=rhos, tb_draws=tb_draws,
     tb_tokens=tb_tokens, wd_draws=wd_draws, wd_steps=wd_steps, wd_lams=wd_lams, sgd_steps=sgd_steps,
     sgd_draws=sgd_draws, attn_draws=attn_draws, attn_ns=attn_ns, gqa_draws=gqa_draws, gqa_keys=gqa_keys,
     moe_draws=moe_draws, moe_ks=moe_ks, lemma1_layers=lemma1_layers, lemma1_samples=lemma1_samples,
-)
-results = {"profile": profile, "seed": seed, "settings": SETTINGS}
+))
+out = results.out
 
 
 def show(fig, name):
@@ -767,9 +761,7 @@ with correlated experts and k^{t6['softmax gates (s=1)']['exp_out'].value:.2f} w
 # rules stated at the top (`cod/theory/checks.py`).
 
 # %%
-results["runtime_s"] = time.time() - t_start
-checks.write_json(out / "results.json", results)
-print(f"runtime {results['runtime_s']:.0f} s, profile {profile}")
+print(f"runtime {results.save():.0f} s, profile {profile}")
 ledger.save(out)
 
 # %% [markdown]

@@ -167,21 +167,13 @@ fig.axes[0].set_yscale("log")  # lambda = 3's collapse
 plots.show(fig, figures_dir, "table2_scores")
 
 # %% [markdown]
-# ## Usefulness against tau (sensitivity)
-# The useful share E / L of each rung as the threshold moves (mean over seeds); dotted: the
-# paper's tau, dash-dotted: the matched tau.
+# ## Usefulness against tau (sensitivity), and Figs. 20-22: the scores layer by layer
+# The useful share E / L of each rung as the threshold moves (mean over seeds; dotted: the paper's
+# tau, dash-dotted: the matched tau), then the causal and permutation matrices (mean over seeds)
+# and each layer's loss rise under its affine replacement, for every rung.
 
 # %%
-curve = written(ladder.usefulness_curve(taus), figures_dir, "usefulness_vs_tau")
-plots.show(plots.usefulness_curves(curve, tau, matched), figures_dir, "usefulness_vs_tau")
-
-# %% [markdown]
-# ## Figs. 20-22: the scores layer by layer
-# Causal and permutation matrices (mean over seeds) and each layer's loss rise under its affine
-# replacement, for every rung.
-
-# %%
-plots.show(plots.rung_matrices(ladder, tau), figures_dir, "fig20_22_score_matrices")
+curve = plots.ladder_sensitivity(ladder, taus, tau, matched, figures_dir, "fig20_22_score_matrices")
 
 # %% [markdown]
 # ## Claims, judged by the rule above
@@ -330,7 +322,7 @@ display(Markdown(
     f"The lowest mean perplexity is at {best}"
     + (f"; {', '.join(collapsed_rungs)} {'is' if len(collapsed_rungs) == 1 else 'are'} at least {collapse_factor:g} "
        f"times worse (collapsed)" if collapsed_rungs else "; no rung is collapsed")
-    + f". The last layer's variance along the paper's values is "
+    + ". The last layer's variance along the paper's values is "
     + ", ".join(f"{label} {mean['last_var_train'][label]:.3g}" for label in papers_rungs)
     + f" (claim **{verdicts['b3-variance-falls-with-lambda']}**)"
     + (", and on through the decay-matched rungs "

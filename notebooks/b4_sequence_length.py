@@ -67,7 +67,7 @@ from IPython.display import Markdown, display
 import cod.claims.verdicts
 from cod import plots
 from cod.runs.analysis import load_attention
-from cod.claims.ladder import load_ladder, paper_pair, paper_rows, rungs_from, written
+from cod.claims.ladder import SCORES, load_ladder, paper_pair, paper_rows, rungs_from, written
 from cod.claims.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, attention_near_uniform, best_of,
                           compare, monotone, usefulness_at_floor)
 
@@ -212,25 +212,20 @@ display(written(table3, figures_dir, "table3"))
 plots.show(plots.ladder_scores(ladder, paper, matched), figures_dir, "table3_scores")
 
 # %% [markdown]
-# ## Usefulness against tau (sensitivity)
+# ## Usefulness against tau (sensitivity), and Figs. 23-25: the scores layer by layer
+# The useful share E / L of each rung as the threshold moves (mean over seeds; dotted: the paper's
+# tau, dash-dotted: the matched tau), then the causal and permutation matrices (mean over seeds)
+# and each layer's loss rise under its affine replacement, for every rung.
 
 # %%
-curve = written(ladder.usefulness_curve(taus), figures_dir, "usefulness_vs_tau")
-plots.show(plots.usefulness_curves(curve, tau, matched), figures_dir, "usefulness_vs_tau")
-
-# %% [markdown]
-# ## Figs. 23-25: the scores layer by layer
-
-# %%
-plots.show(plots.rung_matrices(ladder, tau), figures_dir, "fig23_25_score_matrices")
+curve = plots.ladder_sensitivity(ladder, taus, tau, matched, figures_dir, "fig23_25_score_matrices")
 
 # %% [markdown]
 # ## Claims, judged by the rule above
 
 # %%
 paired = ladder.paired_seeds
-values = ladder.paired(["val_ppl", "last_var_train", "causal", "permutation", "usefulness", "affine_rise",
-                        "usefulness_matched", "usefulness_authors"])
+values = ladder.paired(SCORES)
 paper_32_to_256 = f"{at_2048} vs {shortest} (the paper's 2048 vs {paper_t.get(shortest)})"
 to_2048 = None if at_2048 not in (None, shortest) else "no rung above the shortest at the paper's 2048 tokens"
 longest_eval = eval_lengths[-1] if eval_lengths else None

@@ -53,7 +53,7 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.claims.ladder import load_ladder, paper_along, paper_rows, rungs_from, written
+from cod.claims.ladder import SCORES, load_ladder, paper_along, paper_rows, rungs_from, written
 from cod.claims.verdicts import Claims, monotone, one_sample, usefulness_at_floor
 
 # paper B, Table 4, by the paper's G; our rung of each (MHA, GQA, MQA in both)
@@ -107,25 +107,20 @@ display(written(ladder.table(["steps", "val_ppl", "causal", "permutation", "usef
 plots.show(plots.ladder_scores(ladder, paper, matched), figures_dir, "table4_scores")
 
 # %% [markdown]
-# ## Usefulness against tau (sensitivity)
+# ## Usefulness against tau (sensitivity), and Figs. 26-27: the scores layer by layer
+# The useful share E / L of each rung as the threshold moves (mean over seeds; dotted: the paper's
+# tau, dash-dotted: the matched tau), then the causal and permutation matrices (mean over seeds)
+# and each layer's loss rise under its affine replacement, for every rung.
 
 # %%
-curve = written(ladder.usefulness_curve(taus), figures_dir, "usefulness_vs_tau")
-plots.show(plots.usefulness_curves(curve, tau, matched), figures_dir, "usefulness_vs_tau")
-
-# %% [markdown]
-# ## Figs. 26-27: the scores layer by layer
-
-# %%
-plots.show(plots.rung_matrices(ladder, tau), figures_dir, "fig26_27_score_matrices")
+curve = plots.ladder_sensitivity(ladder, taus, tau, matched, figures_dir, "fig26_27_score_matrices")
 
 # %% [markdown]
 # ## Claims, judged by the rule above
 
 # %%
 paired = ladder.paired_seeds
-values = ladder.paired(["val_ppl", "last_var_train", "causal", "permutation", "usefulness", "affine_rise",
-                        "usefulness_matched", "usefulness_authors"])
+values = ladder.paired(SCORES)
 ratio = values["last_var_train"].loc[mqa] / values["last_var_train"].loc[baseline]
 step = ladder.share_step()  # a share of L layers moves in steps of 1 / L
 

@@ -174,9 +174,7 @@ plots.show(plots.ladder_variance(ladder, "last layer during training"), figures_
 # ## Usefulness against tau (sensitivity), and the scores layer by layer
 
 # %%
-curve = written(ladder.usefulness_curve(taus), figures_dir, "usefulness_vs_tau")
-plots.show(plots.usefulness_curves(curve, tau, matched), figures_dir, "usefulness_vs_tau")
-plots.show(plots.rung_matrices(ladder, tau), figures_dir, "score_matrices")
+curve = plots.ladder_sensitivity(ladder, taus, tau, matched, figures_dir, "score_matrices")
 
 # %% [markdown]
 # ## Claims, judged by the rule above

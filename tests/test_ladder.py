@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+from cod import plots
 from cod.runs.analysis import save_layers
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.model.flops import flops_per_token
@@ -60,6 +61,11 @@ def test_a_ladder_reads_every_rung_in_order_with_its_scores(tmp_path, analysis):
     rises = analysis.usefulness.relative_increase
     assert curve.loc[0.0, "A"] == pytest.approx(np.mean(rises > 0))
     assert list(ladder.last_variance_during_training()["B"].index) == [20]
+    figures = tmp_path / "figs"
+    figures.mkdir()
+    drawn = plots.ladder_sensitivity(ladder, [0.0, 1e9], 0.1, None, figures, "matrices")
+    assert drawn.equals(curve) and pd.read_csv(figures / "usefulness_vs_tau.csv", index_col="tau").shape == (2, 3)
+    assert {p.name for p in figures.glob("*.png")} == {"usefulness_vs_tau.png", "matrices.png"}
 
 
 def test_a_ladder_reads_zero_shot_accuracy_from_its_own_folder(tmp_path):

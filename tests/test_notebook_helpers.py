@@ -164,6 +164,11 @@ def test_a_sweep_means_leave_failed_seeds_out_and_say_where_a_row_ends():
     assert one.lower_or_higher("LNS") == "lower" and one.lower_or_higher("Pre-LN", "LNS", "better", "worse") == "worse"
 
 
+def test_a_judged_sweep_keeps_the_papers_claims_over_every_seed_of_its_runs():
+    variants = Sweep.judged(two_sizes(), {"A": "a", "B": "b"}, PAPER_AB, "smoke", paper_id="B")
+    assert variants.claims.paper == "B" and variants.claims.profile == "smoke" and variants.claims.seeds == [0, 1, 2]
+
+
 def test_a_sweep_judges_a_beats_b_paired_by_seed_with_the_papers_values_beside():
     variants = Sweep(two_sizes(), {"A": "a", "B": "b"}, PAPER_AB, Recorder())
     ahead = variants.beats("A", "B")  # the size defaults to 130M: A / B is 0.5, 0.52, 0.48 by seed
@@ -220,8 +225,10 @@ def test_ppl_and_loss_cuts_the_loss_axis_at_the_median_plus_one():
     sweep = pd.DataFrame({"variant": ["a", "b"], "seed": [0, 0], "ppl": [10.0, 12.0], "failed": [False, False]})
     history = pd.DataFrame({"variant": ["a"] * 3 + ["b"] * 3, "seed": 0, "tokens": [1, 2, 3] * 2,
                             "loss": [9.0, 5.0, 4.0, 8.0, 6.0, 4.5]})
-    fig, ax_ppl, ax = ppl_and_loss(sweep, history, {"Pre-LN": "a", "LNS": "b"},
-                                   pd.Series({"Pre-LN": 26.7, "LNS": 25.8}), "paper")
+    fig = ppl_and_loss(sweep, history, {"Pre-LN": "a", "LNS": "b"}, pd.Series({"Pre-LN": 26.7, "LNS": 25.8}), "paper",
+                       titles=("left", "right"))
+    ax_ppl, ax = fig.axes[:2]
+    assert ax_ppl.get_title() == "left" and ax.get_title() == "right"
     assert ax.get_ylim()[1] == pytest.approx(5.5 + 1.0)
     assert ax.get_legend_handles_labels()[1] == ["Pre-LN", "LNS"] and len(fig.legends) == 1
     assert ax_ppl.get_ylabel() == "validation perplexity / Pre-LN's\n(below 1: lower, better)"  # ratios: one scale

@@ -3,6 +3,7 @@ confidence intervals, bound formulas checked on analytic cases."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -294,3 +295,13 @@ def test_tiny_lm_runs_and_trains():
         64, 64
     )
     assert jac["dev"][0] == pytest.approx(float(torch.linalg.matrix_norm(ref - torch.eye(64), ord=2)), rel=1e-4)
+
+
+def test_a_theory_notebooks_results_are_written_with_their_settings_and_run_time(tmp_path):
+    results = checks.Results(tmp_path / "figs", "smoke", 3, settings={"n_boot": 10})
+    assert results.out.is_dir()
+    results["gain"] = np.float64(1.5)
+    seconds = results.save()
+    written = json.loads((tmp_path / "figs" / "results.json").read_text())
+    assert written == {"profile": "smoke", "seed": 3, "settings": {"n_boot": 10}, "gain": 1.5, "runtime_s": seconds}
+    assert seconds >= 0

@@ -33,6 +33,7 @@ from cod.metrics.effectiveness import WEIGHT_THRESHOLDS, LayerAnalysis
 from cod.metrics.usefulness import matched_tau
 from cod.paths import run_name, split_run_name
 from cod.records.results import load_final, load_history, load_layer_stats, spread, train_command
+from cod.claims.tables import written  # noqa: F401 (the ladder notebooks write their tables with it)
 
 
 @dataclass(frozen=True)
@@ -101,10 +102,9 @@ def paper_pair(paper: pd.DataFrame, column: str, first: str, second: str) -> tup
     return None if given.isna().any() else tuple(given)
 
 
-def written(frame: pd.DataFrame, figures_dir: str | Path, name: str) -> pd.DataFrame:
-    """`frame`, written to figures_dir/NAME.csv."""
-    frame.to_csv(Path(figures_dir) / f"{name}.csv")
-    return frame
+# the per-run values a ladder notebook pairs by seed for its claims (`Ladder.paired`)
+SCORES = ("val_ppl", "last_var_train", "causal", "permutation", "usefulness", "affine_rise", "usefulness_matched",
+          "usefulness_authors")
 
 
 @dataclass

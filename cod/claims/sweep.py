@@ -5,6 +5,7 @@ A sweep is the final results of its rows {label: variant} at each size (`cod.cla
 its notebooks judge and say of them, so that a notebook keeps its parameters, its calls and its prose:
 
     variants = Sweep(sweep, ROWS, PAPER, Claims("A", profile, seeds))   # PAPER: labels x sizes
+    variants = Sweep.judged(sweep, ROWS, PAPER, profile)   # the same, over every seed of the sweep
     variants.perplexities["130M"].ppl["LNS"]   # per-seed perplexity (`cod.claims.tables.Perplexities`)
     variants.mean("LNS", "130M")               # its mean over the seeds that did not fail
     variants.beats("LNS", "Pre-LN", "130M")    # `compare` of "LNS has the lower perplexity", the paper's beside
@@ -33,6 +34,11 @@ class Sweep:
         self.perplexities: dict[str, Perplexities] = {  # size -> each row's perplexity by seed
             size: perplexities(runs[runs["size"] == size], rows) for size in self.sizes}
         self.verdict_of: dict[str, Verdict] = {}  # claim id -> its verdict, in the order added
+
+    @classmethod
+    def judged(cls, runs: pd.DataFrame, rows: dict[str, str], paper: pd.DataFrame, profile: str, paper_id: str = "A"):
+        """The sweep whose claims are paper `paper_id`'s at `profile`, over every seed of `runs`."""
+        return cls(runs, rows, paper, Claims(paper_id, profile, sorted(int(s) for s in runs["seed"].unique())))
 
     def mean(self, label: str, size: str) -> float:
         """The row's mean perplexity at `size` over the seeds that did not fail."""

@@ -22,9 +22,16 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from cod.runs.analysis import deep_share_tables
 from cod.runs.curves import failure_line_of, failure_lines_file
 from cod.plots import loss_curves, paper_line
 from cod.records.results import load_final, train_command
+
+
+def written(frame: pd.DataFrame, figures_dir: str | Path, name: str) -> pd.DataFrame:
+    """`frame`, written to figures_dir/NAME.csv."""
+    frame.to_csv(Path(figures_dir) / f"{name}.csv")
+    return frame
 
 
 def failure_line(runs_root: str | Path, experiment: str) -> float:
@@ -105,6 +112,17 @@ def load_size_sweep(experiments: dict[str, str], runs_root: str | Path) -> pd.Da
     """`load_sweep` of one sweep at several sizes on one dataset ({size: experiment}): every run
     is marked against the failure line of the first experiment."""
     return load_sweep(experiments, runs_root, failure_line(runs_root, next(iter(experiments.values()))))
+
+
+def deep_share_runs(layers, norms: dict[str, str], measure, experiments: dict[str, str], runs_root: str | Path,
+                    deep_share: float, figures_dir: str | Path):
+    """Notebooks a2 and a10's per-run and per-layer tables (`cod.runs.analysis.deep_share_tables` of the
+    size sweep `experiments` under runs_root, failed runs marked) at every deep share, and those at
+    `deep_share`, saved to figures_dir. Returns both: (tables at a share, tables at `deep_share`)."""
+    runs_at = deep_share_tables(layers, norms, measure, load_size_sweep(experiments, runs_root))
+    runs = runs_at(deep_share)
+    runs.save(figures_dir)
+    return runs_at, runs
 
 
 def load_variants(experiment: str, runs_root: str | Path, variants: list[str], size: str = "130M"
@@ -215,15 +233,16 @@ def ppl_dots_legend(target, paper: str, reference: str = "Pre-LN", **legend_kwar
 
 
 def ppl_and_loss(sweep: pd.DataFrame, history: pd.DataFrame, rows: dict[str, str], paper: pd.Series, paper_label: str,
-                 height: float = 4.2):
-    """Two panels for the rows {label: variant} of one size: final perplexity relative to Pre-LN's
-    (`ppl_dots`, the paper's likewise, labelled `paper_label` in one legend below) and training loss
-    (`cod.plots.loss_curves` of `history` over 5 logged steps, cut at the median loss + 1).
-    Returns the figure and its two axes."""
+                 titles: tuple[str, str], height: float = 4.2):
+    """Two panels for the rows {label: variant} of one size, titled `titles`: final perplexity relative
+    to Pre-LN's (`ppl_dots`, the paper's likewise, labelled `paper_label` in one legend below) and
+    training loss (`cod.plots.loss_curves` of `history` over 5 logged steps, cut at the median loss + 1)."""
     fig, (ax_ppl, ax) = plt.subplots(1, 2, figsize=(12, height), gridspec_kw={"width_ratios": [2, 3]})
     ppl_dots(ax_ppl, sweep, rows, paper)
     ppl_dots_legend(fig, paper_label, loc="outside lower center", ncol=3)
     loss_curves(ax, history, rows, smooth=5)
     ax.set_ylim(top=history["loss"].quantile(0.5) + 1.0)
     ax.legend()
-    return fig, ax_ppl, ax
+    for panel, title in zip((ax_ppl, ax), titles):
+        panel.set_title(title)
+    return fig

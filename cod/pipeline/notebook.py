@@ -45,6 +45,7 @@ import logging
 import os
 import re
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -61,6 +62,9 @@ from cod.pipeline.runner import resolved_stages, run_stages
 from cod.png import compact_png
 from cod.report.notebook_html import render_all_html, render_html
 
+# set by `--all`: its notebooks' HTML copies are rendered once at the end, in one process (nbconvert's
+# import costs seconds a notebook)
+HTML_LATER = "COD_NOTEBOOK_HTML_LATER"
 KERNEL_ENVIRONMENT = {
     "PYTHONWARNINGS": "ignore:IProgress not found",  # tqdm.auto's TqdmWarning when ipywidgets is absent
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # transformers' loading bars: noise in the outputs
@@ -159,7 +163,8 @@ def execute(name: str, overrides: dict[str, Any] | None = None, output: Path | N
                                    kernel_name="python3", progress_bar=True, log_output=True)
     tidy(output, name)
     warn_machine_paths(output)
-    render_html(output)
+    if not os.environ.get(HTML_LATER):
+        render_html(output)
     return output
 
 
@@ -282,9 +287,19 @@ def warn_machine_paths(executed: Path) -> None:
 
 def regenerate_all(jobs: int = 2) -> None:
     """Re-execute every notebook stage, `jobs` at a time (each once what it reads exists), and record
-    them in dvc.lock (`cod.pipeline`); none of the stages they would need weights for runs."""
-    run_stages({name: stage for name, stage in resolved_stages().items() if "cod.pipeline.notebook" in stage.cmd},
-               jobs, "notebooks")
+    them in dvc.lock (`cod.pipeline`); none of the stages they would need weights for runs. The HTML
+    copies of those executed are rendered at the end, in this process (`HTML_LATER`)."""
+    stages = {name: stage for name, stage in resolved_stages().items() if "cod.pipeline.notebook" in stage.cmd}
+    started = time.time()
+    os.environ[HTML_LATER] = "1"  # inherited by the stages' commands
+    try:
+        run_stages(stages, jobs, "notebooks")
+    finally:
+        del os.environ[HTML_LATER]
+        executed = [ROOT / out for stage in stages.values() for out in stage.outs if out.endswith(".ipynb")]
+        for path in executed:
+            if path.exists() and path.stat().st_mtime >= started:
+                render_html(path)
 
 
 class _LineHandler(logging.StreamHandler):

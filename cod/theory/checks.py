@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -162,6 +163,23 @@ def _jsonable(obj):
     if isinstance(obj, (np.integer,)):
         return int(obj)
     return obj
+
+
+class Results(dict):
+    """A theory notebook's numbers (a dict: its profile, seed, `settings` and what the cells add),
+    with its output folder `out` (made) and the clock started; `save` writes them with the run time
+    to out/results.json and returns that time in seconds."""
+
+    def __init__(self, figures_dir: str | Path, profile: str, seed: int, settings: dict):
+        super().__init__(profile=profile, seed=seed, settings=settings)
+        self.out = Path(figures_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.started = time.time()
+
+    def save(self) -> float:
+        self["runtime_s"] = time.time() - self.started
+        write_json(self.out / "results.json", self)
+        return self["runtime_s"]
 
 
 def write_json(path, obj) -> Path:
