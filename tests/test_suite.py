@@ -33,6 +33,12 @@ def test_the_timing_record_reads_pytests_summary_and_fills_the_measurements_tabl
     (tmp_path / "tests" / "timings.json").write_text(json.dumps([record]))
     row = docs.suite_table(tmp_path).splitlines()[-1]
     assert row == "| `make test` | 660 passed, 1 skipped | 10.0 min | 17.0 min | 2 | 0.1 | 2026-11-27 |"
+    notebooks = {**record, "suite": "make notebooks", "wall_s": 480.0, "cpu_s": 840.0, "tests": {}, "notebooks": 35}
+    (tmp_path / "tests" / "timings.json").write_text(json.dumps([record, notebooks]))
+    row = docs.suite_table(tmp_path).splitlines()[-1]
+    assert row == "| `make notebooks` | 35 notebooks | 8.0 min | 14.0 min | 2 | 0.1 | 2026-11-27 |"
+    assert timing.DONE.findall("[notebooks] a4: done in 12 s\n[notebooks] b1: failed (exit 1) in 3 s\n") == [
+        "[notebooks] a4: done in"]
     assert set(timing.SUITES) == {"make test", "make test-fast"}
     makefile = (TESTS.parent / "Makefile").read_text()
     for name, arguments in timing.SUITES.items():  # the Makefile's commands, as timed

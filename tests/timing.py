@@ -3,6 +3,11 @@ Makefile runs them, timed and recorded in tests/timings.json, whose table docs/m
 shows (`cod.report.docs.suite_table`: its numbers are measured here, never typed).
 
     .venv/bin/python tests/timing.py            # time both (minutes) and record them
+    .venv/bin/python tests/timing.py --only "make notebooks"   # one of them: `make notebooks` on a fresh clone
+
+`make notebooks` is timed as a fresh clone runs it: a `git clone` of this checkout's HEAD into a
+temporary folder, with this checkout's virtual environment (the install is not timed), rebuilding
+the corpus and its token arrays and executing every notebook stage.
 
 Wall seconds are what a user waits; CPU seconds (user + system, of every process the suite
 starts) change less with the machine's load, which the record keeps beside them (the load
@@ -19,6 +24,7 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -29,6 +35,8 @@ SUITES = {  # the Makefile's targets, and the pytest arguments they run
     "make test": ["-q", "-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder"],
     "make test-fast": ["-q", "-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder", "-m", "not slow"],
 }
+NOTEBOOKS = "make notebooks"  # timed on a fresh clone (`time_notebooks`)
+DONE = re.compile(r"^\[notebooks\] \S+: done in", re.MULTILINE)  # a notebook stage that ran (cod.pipeline.runner)
 SUMMARY = re.compile(r"^=* ?(\d+ \w+(?:, \d+ \w+)*) in [\d.]+s", re.MULTILINE)
 DURATIONS = 20  # the slowest test phases kept in the record: where the next saving lies
 SLOWEST = re.compile(r"^([\d.]+)s (setup|call|teardown) +(\S+)$", re.MULTILINE)
@@ -69,18 +77,38 @@ def time_suite(name: str) -> dict:
             "slowest": slowest(done.stdout)}
 
 
+def time_notebooks() -> dict:
+    """`make notebooks` on a fresh clone of HEAD, with this checkout's environment; its record."""
+    with tempfile.TemporaryDirectory() as folder:
+        clone = Path(folder) / "clone"
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        load, cpu, started = os.getloadavg()[0], children_cpu(), time.monotonic()
+        done = subprocess.run(["make", "notebooks", f"VENV={ROOT / '.venv'}"], cwd=clone, capture_output=True,
+                              text=True)
+        wall = time.monotonic() - started
+    output = done.stdout + done.stderr
+    return {"suite": NOTEBOOKS, "date": date.today().isoformat(), "wall_s": round(wall, 1),
+            "cpu_s": round(children_cpu() - cpu, 1), "cores": os.cpu_count(), "load_before": round(load, 2),
+            "exit": done.returncode, "tests": {}, "notebooks": len(DONE.findall(output)),
+            "failures": [] if done.returncode == 0 else output.splitlines()[-20:], "slowest": []}
+
+
 def recorded() -> list[dict]:
     """The records of tests/timings.json; none before the first timing."""
     return json.loads(RECORD.read_text()) if RECORD.exists() else []
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
-    records = []
-    for name in SUITES:
-        records.append(time_suite(name))
-        print(json.dumps(records[-1]), flush=True)
-    RECORD.write_text(json.dumps(records, indent=1) + "\n")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    names = [*SUITES, NOTEBOOKS]
+    parser.add_argument("--only", choices=names, action="append", help="time only this one (repeatable); "
+                        "the others' records are kept")
+    args = parser.parse_args(argv)
+    records = {r["suite"]: r for r in recorded()}
+    for name in args.only or names:
+        records[name] = time_notebooks() if name == NOTEBOOKS else time_suite(name)
+        print(json.dumps(records[name]), flush=True)
+    RECORD.write_text(json.dumps([records[n] for n in names if n in records], indent=1) + "\n")
     print(f"{RECORD.relative_to(ROOT)} written: `python -m cod.report` shows it in docs/measurements.md")
     return 0
 
