@@ -219,6 +219,11 @@ def test_the_authors_usefulness_is_read_where_measured(tmp_path, analysis):
     assert np.isnan(ladder.by_seed("usefulness_authors").loc["B", 0])
     rises = ladder.largest_rise(["A"], authors=True)["A"]
     assert rises.loc[0] == pytest.approx(analysis.usefulness_authors.relative_increase.max())
+    # a seed no claim pairs (A's seed 2, with no run of B) may lack the fit: only the paired seeds are compared
+    write_run(tmp_path, "exp", "a_s2")
+    save_layers(changed(analysis, usefulness_authors=None), tmp_path / "analyses" / "exp" / "a_s2")
+    ladder = load_ladder([Rung("A", "exp", "a"), Rung("B", "exp", "b")], tmp_path / "runs", tmp_path / "analyses")
+    assert ladder.paired_seeds == [0] and ladder.authors_fit_lacks(["A"]) is None
 
 
 def test_a_share_of_layers_moves_in_steps_of_one_over_the_depth(tmp_path, analysis):

@@ -178,11 +178,11 @@ class Ladder:
 
     def authors_fit_lacks(self, labels: Sequence[str] | None = None) -> str | None:
         """Why a claim under the authors' usefulness fit cannot be judged on rungs `labels` (default:
-        every rung): a run scored before that fit was measured (its analysis must run again, which
-        needs the weights); None when every analysed run has it."""
-        wanted = set(self.labels if labels is None else labels)
-        missing = sorted({label for (label, _), a in self.analyses.items()
-                          if label in wanted and a.usefulness_authors is None})
+        every rung): a run of the paired seeds (the only ones a claim compares) scored before that fit
+        was measured (its analysis must run again, which needs the weights); None when each has it."""
+        wanted, paired = set(self.labels if labels is None else labels), set(self.paired_seeds)
+        missing = sorted({label for (label, seed), a in self.analyses.items()
+                          if label in wanted and seed in paired and a.usefulness_authors is None})
         if not missing:
             return None
         return (f"no usefulness under the authors' fit for {', '.join(missing)}: their analyses predate it; "
