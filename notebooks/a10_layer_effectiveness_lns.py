@@ -90,8 +90,8 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.runs.analysis import load_sizes, size_label
-from cod.claims.tables import deep_share_runs
+from cod.runs.analysis import deep_share_runs, load_sizes, size_label
+from cod.claims.tables import load_size_sweep
 from cod.metrics.angular import adjacent_distances
 from cod.records.results import spread
 from cod.claims.verdicts import Claims, SizeClaims, compare, one_sample
@@ -136,9 +136,9 @@ def measure(a, deep_share: float = deep_share):
     return statistics, {"adjacent_distance": adjacent, "adjacent_scaled": scaled, "loss_increase": drop}
 
 
+sweep = load_size_sweep(experiments, Path(runs_root) / profile)
 # runs_at(share): the tables with that deep share; runs: those at `deep_share` (saved)
-runs_at, runs = deep_share_runs(layers, VARIANTS, measure, experiments, Path(runs_root) / profile, deep_share,
-                                figures_dir)
+runs_at, runs = deep_share_runs(layers, VARIANTS, measure, sweep, deep_share, figures_dir)
 table, per_layer = runs.per_run, runs.per_layer
 display(table.round(4))
 

@@ -22,7 +22,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from cod.runs.analysis import deep_share_tables
 from cod.runs.curves import failure_line_of, failure_lines_file
 from cod.plots import loss_curves, paper_line
 from cod.records.results import load_final, train_command
@@ -112,17 +111,6 @@ def load_size_sweep(experiments: dict[str, str], runs_root: str | Path) -> pd.Da
     """`load_sweep` of one sweep at several sizes on one dataset ({size: experiment}): every run
     is marked against the failure line of the first experiment."""
     return load_sweep(experiments, runs_root, failure_line(runs_root, next(iter(experiments.values()))))
-
-
-def deep_share_runs(layers, norms: dict[str, str], measure, experiments: dict[str, str], runs_root: str | Path,
-                    deep_share: float, figures_dir: str | Path):
-    """Notebooks a2 and a10's per-run and per-layer tables (`cod.runs.analysis.deep_share_tables` of the
-    size sweep `experiments` under runs_root, failed runs marked) at every deep share, and those at
-    `deep_share`, saved to figures_dir. Returns both: (tables at a share, tables at `deep_share`)."""
-    runs_at = deep_share_tables(layers, norms, measure, load_size_sweep(experiments, runs_root))
-    runs = runs_at(deep_share)
-    runs.save(figures_dir)
-    return runs_at, runs
 
 
 def load_variants(experiment: str, runs_root: str | Path, variants: list[str], size: str = "130M"

@@ -617,6 +617,17 @@ def deep_share_tables(layers: dict[str, dict[tuple[str, int], LayerAnalysis]], n
                                                           finals))
 
 
+def deep_share_runs(layers: dict[str, dict[tuple[str, int], LayerAnalysis]], norms: dict[str, str],
+                    measure: typing.Callable[..., Any], finals: pd.DataFrame, deep_share: float,
+                    figures_dir: str | Path) -> tuple[typing.Callable[[float], NormTables], NormTables]:
+    """Notebooks a2 and a10's tables: `deep_share_tables` (the tables at any deep share) and those at
+    `deep_share`, saved to figures_dir."""
+    runs_at = deep_share_tables(layers, norms, measure, finals)
+    runs = runs_at(deep_share)
+    runs.save(figures_dir)
+    return runs_at, runs
+
+
 def load_zero_shot(folder: str | Path) -> list[dict[str, Any]]:
     return json.loads(analysis_file(Path(folder) / "zero_shot.json").read_text())
 
