@@ -67,7 +67,8 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.claims.ladder import load_ladder, paper_rows, rungs_from, written
+from cod.claims.ladder import load_ladder, paper_rows, rungs_from
+from cod.claims.tables import written
 from cod.metrics.effectiveness import WEIGHT_THRESHOLDS
 from cod.claims.registry import definitions
 from cod.records.results import spread

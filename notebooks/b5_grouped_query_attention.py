@@ -53,7 +53,8 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.claims.ladder import SCORES, load_ladder, paper_along, paper_rows, rungs_from, written
+from cod.claims.ladder import SCORES, load_ladder, paper_along, paper_rows, rungs_from
+from cod.claims.tables import written
 from cod.claims.verdicts import Claims, monotone, one_sample, usefulness_at_floor
 
 # paper B, Table 4, by the paper's G; our rung of each (MHA, GQA, MQA in both)

@@ -59,7 +59,8 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.claims.ladder import load_ladder, paper_pair, paper_rows, rungs_from, written
+from cod.claims.ladder import load_ladder, paper_pair, paper_rows, rungs_from
+from cod.claims.tables import written
 from cod.records.results import read_history
 from cod.claims.verdicts import Claims, compare, usefulness_at_floor
 

@@ -73,7 +73,8 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.claims.ladder import load_ladder, paper_pair, rungs_from, written
+from cod.claims.ladder import load_ladder, paper_pair, rungs_from
+from cod.claims.tables import written
 from cod.claims.verdicts import Claims, Verdict, accuracy_at_chance, accuracy_floor, compare, usefulness_at_floor
 
 # paper B, Figure 1: the chosen rungs (T = 4096, lambda = 0.3, G = 2, MoE), accuracy in percent

@@ -223,6 +223,35 @@ def test_stages_run_side_by_side_as_dvc_resolves_them():
         runner.run_stages(found, jobs=0)
 
 
+def test_a_module_command_is_one_without_shell_syntax():
+    assert runner.module_command("python -m cod.runs.analysis a_130m --profile smoke") == \
+        ("cod.runs.analysis", ["a_130m", "--profile", "smoke"])
+    assert runner.module_command("python -m cod.pipeline.notebook a4 -p 'k=v w'") == ("cod.pipeline.notebook", ["a4", "-p", "k=v w"])
+    for command in ("python -m cod.x a && python -m cod.y", "python -m cod.x > out", "python -m cod.x $HOME",
+                    "python -c 1", "python -m dvc status", "python -m cod.x *.json"):
+        assert runner.module_command(command) is None, command
+
+
+def test_a_forked_stage_command_does_what_the_command_does(tmp_path):
+    """`Warm` runs `python -m cod.MODULE ...` as MODULE.main in a forked process, from the repository,
+    in the stage's environment: the same exit status and output as the command in a shell, and no
+    runpy warning; another repository's commands, or a shell command, run in a shell."""
+    commands = ["python -m cod.runs.curves --help", "python -m cod.runs.curves --no-such-option",
+                f"python -m cod.runs.curves smoke smoke --params {tmp_path / 'absent.yaml'}"]
+    warm = runner.Warm(commands, ROOT)
+    for command in commands:
+        code, output, _ = warm.execute(command)
+        shell_code, shell_output, _ = runner.execute_stage(command)
+        assert (code, output) == (shell_code, shell_output), command
+        assert "RuntimeWarning" not in output
+    assert warm.execute("python -m cod.runs.curves --help")[0] == 0
+    assert "usage: python -m cod.runs.curves" in warm.execute("python -m cod.runs.curves --help")[1]
+    assert warm.execute("python -m cod.runs.curves --no-such-option")[0] == 2
+    assert warm.execute("echo $PWD")[1].strip() == str(ROOT)
+    elsewhere = runner.Warm(["echo $PWD"], tmp_path)
+    assert not elsewhere.forking and elsewhere.execute("echo $PWD")[1].strip() == str(tmp_path)
+
+
 def test_notebooks_that_read_others_outputs_wait_for_them():
     outputs = {"a4": ["figures/default/a4", "notebooks/executed/default/a4.ipynb"], "b1": ["figures/default/b1"],
                "claims": ["figures/default/claims"], "site": ["figures/site"]}

@@ -24,7 +24,7 @@ from cod.config import ConfigError, ModelConfig, run_config
 from cod.model.flops import flops_per_token
 from cod.metrics.attention_sparsity import attention_at_lengths
 from cod.runs.params import ROOT, Run, all_runs, load_params, profile_settings, resolve_runs, section_of
-from cod.pipeline import experiments
+from cod.pipeline import experiments, forks
 from cod.runs.plan import (CPU_PROFILES, measured_core_hours, plan, record_block, run_seconds, shape_key,
                       tokens_per_parameter)
 from cod.metrics.effectiveness import analyse_layers
@@ -409,9 +409,9 @@ def test_forked_processes_ended_side_by_side_report_their_own_exit_status():
     lock, a start's poll of the other live processes read a status that a join was reading, and the
     join reported 255 for a process that exited 0 (about 1 in 30 here)."""
     with ThreadPoolExecutor(4) as pool:
-        statuses = list(pool.map(lambda _: experiments.exit_status_of_fork(time.sleep, (0.005,)), range(240)))
+        statuses = list(pool.map(lambda _: forks.exit_status_of_fork(time.sleep, (0.005,)), range(240)))
     assert statuses == [0] * 240
-    assert experiments.exit_status_of_fork(sys.exit, (3,)) == 3
+    assert forks.exit_status_of_fork(sys.exit, (3,)) == 3
 
 
 def test_a_signal_reaches_each_run_once_and_no_run_starts_after_it():

@@ -33,7 +33,6 @@ from cod.metrics.effectiveness import WEIGHT_THRESHOLDS, LayerAnalysis
 from cod.metrics.usefulness import matched_tau
 from cod.paths import run_name, split_run_name
 from cod.records.results import load_final, load_history, load_layer_stats, spread, train_command
-from cod.claims.tables import written  # noqa: F401 (the ladder notebooks write their tables with it)
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
-import multiprocessing.connection
 import os
 import queue
 import shlex
@@ -46,6 +44,7 @@ import torch
 
 import cod.train.run
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
+from cod.pipeline.forks import FORKS, Fork, preloadable
 from cod.runs.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
 
 
@@ -90,46 +89,10 @@ def visible_gpus() -> list[str]:
     ids = visible.split(",") if visible is not None else map(str, range(count))
     return [i.strip() for i in ids][:count]
 
-# CPU runs: forked from one server process that imported cod.train.run (and so torch), cod.runs.params and
-# torch._dynamo, which torch imports at a process's first optimiser: about a second of start-up a
-# run, paid once here. A forked process runs its parent's main module again (multiprocessing's way
-# of giving it the parent's __main__), this one for `python -m cod.pipeline.experiments`, so the server
-# imports what this module imports but not this module itself: runpy warns when it runs a module
-# that is already imported ("found in sys.modules ... prior to execution").
-FORKS = multiprocessing.get_context("forkserver")
-FORKS.set_forkserver_preload(["cod.train.run", "cod.runs.params", "torch._dynamo"])
-
-
-# multiprocessing reads a forked process's exit status from a pipe in `poll`, which is not thread-safe:
-# `Process.start` polls every other live process, so a start in one thread could read the status
-# that another thread's `join` was reading, and that join then met the pipe's end: exit status 255
-# for a run that completed. Starts and joins hold this lock; the wait for a process's end does not.
-FORK_STATUS = threading.Lock()
-
-
-class Fork:
-    """`target(*args)` in a process forked from `FORKS`' server, started at once. Safe to use from
-    several threads at once."""
-
-    def __init__(self, target: Callable[..., Any], args: tuple):
-        self.process = FORKS.Process(target=target, args=args)
-        with FORK_STATUS:
-            self.process.start()
-
-    def send_signal(self, signum: int) -> None:
-        os.kill(self.process.pid, signum)
-
-    def wait(self) -> int:
-        """The exit status (negative: killed by that signal), once the process has ended."""
-        multiprocessing.connection.wait([self.process.sentinel])  # the server has sent the exit status
-        with FORK_STATUS:
-            self.process.join()
-        return self.process.exitcode
-
-
-def exit_status_of_fork(target: Callable[..., Any], args: tuple) -> int:
-    """`target(*args)` in a process forked from `FORKS`' server; its exit status."""
-    return Fork(target, args).wait()
+# CPU runs: forked from one server process (`cod.pipeline.forks`) that imported cod.train.run (and so
+# torch), cod.runs.params and torch._dynamo, which torch imports at a process's first optimiser: about a
+# second of start-up a run, paid once here. Not this module itself: it may be the main module.
+FORKS.set_forkserver_preload(preloadable(["cod.train.run", "cod.runs.params", "torch._dynamo"]))
 
 
 class Process(Protocol):

@@ -52,7 +52,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import nbformat
+# jsonschema (under nbformat) imports rfc3987_syntax, when installed (JupyterLab's jupyter-events pulls it in),
+# to check IRI-formatted strings, and that builds a grammar at import: 1.5 CPU-seconds of each notebook's
+# start. No notebook schema holds an IRI format: marked absent, the optional import fails and is skipped.
+sys.modules.setdefault("rfc3987_syntax", None)
+import nbformat  # noqa: E402 (after the line above)
 
 from cod import ROOT, load_yaml
 from cod.config import ConfigError, parse_override
@@ -285,6 +289,10 @@ def warn_machine_paths(executed: Path) -> None:
             print(f"warning: {relative(executed)} mentions {folder}: make that output relative", file=sys.stderr)
 
 
+# what executing a notebook imports, once for all of them in `regenerate_all` (`cod.pipeline.runner.Warm`)
+EXECUTING = ("papermill", "jupytext", "nbformat", "cod.report.notebook_html")
+
+
 def regenerate_all(jobs: int = 2) -> None:
     """Re-execute every notebook stage, `jobs` at a time (each once what it reads exists), and record
     them in dvc.lock (`cod.pipeline`); none of the stages they would need weights for runs. The HTML
@@ -293,7 +301,7 @@ def regenerate_all(jobs: int = 2) -> None:
     started = time.time()
     os.environ[HTML_LATER] = "1"  # inherited by the stages' commands
     try:
-        run_stages(stages, jobs, "notebooks")
+        run_stages(stages, jobs, "notebooks", preload=EXECUTING)
     finally:
         del os.environ[HTML_LATER]
         executed = [ROOT / out for stage in stages.values() for out in stage.outs if out.endswith(".ipynb")]

@@ -8,14 +8,23 @@ once (`record`): what `dvc repro` of the same stages, one after another, would l
 
 `cod.pipeline.notebook --all` (`make notebooks`) runs the notebook stages this way; the smoke pipeline test
 runs the others.
+
+A command `python -m cod.MODULE ARGUMENTS` (no shell syntax) runs as `MODULE.main(ARGUMENTS)` in a
+process forked from one server that imported those modules once (`Warm`, `cod.pipeline.forks`):
+the same work without the 2-4 CPU-seconds of imports (torch, pandas, papermill) that each command
+of a small stage otherwise spends starting Python. Any other command runs in a shell.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import re
+import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import chdir
@@ -24,6 +33,7 @@ from pathlib import Path
 
 from cod import ROOT
 from cod.config import ConfigError
+from cod.pipeline.forks import FORKS, Fork, main_module, preloadable
 
 
 @dataclass
@@ -79,17 +89,76 @@ def waves(outputs: dict[str, list[str]], inputs: dict[str, list[str]]) -> list[l
     return order
 
 
+def stage_environment() -> dict[str, str]:
+    """This process's environment with this interpreter's folder first on PATH: what a stage's command runs in."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 def execute_stage(command: str, repo: Path = ROOT) -> tuple[int, str, float]:
     """A stage's shell command run from `repo` with this interpreter first on PATH: its exit status,
     its output and its seconds."""
     started = time.time()
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run(command, shell=True, cwd=repo, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, shell=True, cwd=repo, env=stage_environment(), capture_output=True, text=True)
     return done.returncode, done.stdout + done.stderr, time.time() - started
 
 
-def run_stages(stages: dict[str, Stage], jobs: int = 2, label: str = "stages", repo: Path = ROOT) -> None:
-    """Run `stages`, `jobs` at a time, each as soon as its prerequisites have run, and record those
+SHELL_SYNTAX = re.compile(r"[&|;<>$`*?(){}\[\]~\\\n]")  # a command holding one of these runs in a shell
+
+
+def module_command(command: str) -> tuple[str, list[str]] | None:
+    """(MODULE, ARGUMENTS) of a command `python -m cod.MODULE ARGUMENTS` with no shell syntax; else None."""
+    if SHELL_SYNTAX.search(command):
+        return None
+    words = shlex.split(command)
+    if words[:2] != ["python", "-m"] or len(words) < 3 or not words[2].startswith("cod."):
+        return None
+    return words[2], words[3:]
+
+
+def _run_module(module: str, arguments: list[str], repo: str, environment: dict, log: str, parent: str | None) -> None:
+    """In a forked process: what `python -m MODULE ARGUMENTS` does from `repo` with `environment`,
+    its output written to `log`. The parent's main module (`parent`) is already here, as `__main__`."""
+    os.chdir(repo)
+    os.environ.clear()
+    os.environ.update(environment)
+    descriptor = os.open(log, os.O_WRONLY)
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    os.close(descriptor)
+    sys.argv = [module, *arguments]
+    entry = sys.modules["__main__"] if module == parent else importlib.import_module(module)
+    sys.exit(entry.main(arguments))
+
+
+class Warm:
+    """Runs the stage commands `python -m cod.MODULE ...` of `commands` (`module_command`) in
+    processes forked from one server, which imports their modules and `preload` when the first one
+    starts; the others as `execute_stage` does. Only for the `cod` this process imported (`ROOT`)."""
+
+    def __init__(self, commands: list[str], repo: Path = ROOT, preload: tuple[str, ...] = ()):
+        self.repo = repo
+        modules = {found[0] for command in commands if (found := module_command(command))}
+        self.forking = bool(modules) and Path(repo).resolve() == ROOT
+        if self.forking:
+            # their first optimiser imports torch._dynamo (cod.train.fingerprint's probe): seconds a command
+            extra = ("torch._dynamo",) if "cod.pipeline.experiments" in modules else ()
+            FORKS.set_forkserver_preload(preloadable([*modules, *preload, *extra]))
+
+    def execute(self, command: str) -> tuple[int, str, float]:
+        """As `execute_stage`: the exit status, output and seconds of `command` run from the repository."""
+        found = module_command(command)
+        if found is None or not self.forking:
+            return execute_stage(command, self.repo)
+        started = time.time()
+        with tempfile.NamedTemporaryFile("r", prefix="stage-", suffix=".log") as log:
+            code = Fork(_run_module, (*found, str(self.repo), stage_environment(), log.name, main_module())).wait()
+            return code, log.read(), time.time() - started
+
+
+def run_stages(stages: dict[str, Stage], jobs: int = 2, label: str = "stages", repo: Path = ROOT,
+               preload: tuple[str, ...] = ()) -> None:
+    """Run `stages`, `jobs` at a time, each as soon as its prerequisites have run (a `python -m cod...`
+    command forked from a server that imported its module and `preload`: `Warm`), and record those
     that succeeded in dvc.lock; after a failure no further stage starts. Raises SystemExit naming
     what failed."""
     if jobs < 1:
@@ -98,12 +167,13 @@ def run_stages(stages: dict[str, Stage], jobs: int = 2, label: str = "stages", r
     waves(outputs, inputs)  # refuses a circle before anything runs
     waiting = prerequisites(outputs, inputs)
     print(f"[{label}] running {len(stages)} stages, {jobs} at a time: {', '.join(stages)}", flush=True)
+    execute = Warm([stage.cmd for stage in stages.values()], repo, preload).execute
     executed, failed, running = [], [], {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         while running or (waiting and not failed):
             ready = [n for n, needs in waiting.items() if needs <= set(executed)] if not failed else []
             for name in ready[:jobs - len(running)]:  # started only when a job is free: a failure stops the rest
-                running[pool.submit(execute_stage, stages[name].cmd, repo)] = name
+                running[pool.submit(execute, stages[name].cmd)] = name
                 del waiting[name]
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
