@@ -237,7 +237,8 @@ def test_a_forked_stage_command_does_what_the_command_does(tmp_path):
     in the stage's environment: the same exit status and output as the command in a shell, and no
     runpy warning; another repository's commands, or a shell command, run in a shell."""
     commands = ["python -m cod.runs.curves --help", "python -m cod.runs.curves --no-such-option",
-                f"python -m cod.runs.curves smoke smoke --params {tmp_path / 'absent.yaml'}"]
+                f"python -m cod.runs.curves smoke smoke --params {tmp_path / 'absent.yaml'}",
+                "python -m cod.pipeline --help", "python -m cod.pipeline --jobs"]  # a package: its __main__.py
     warm = runner.Warm(commands, ROOT)
     for command in commands:
         code, output, _ = warm.execute(command)

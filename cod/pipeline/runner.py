@@ -9,7 +9,8 @@ once (`record`): what `dvc repro` of the same stages, one after another, would l
 `cod.pipeline.notebook --all` (`make notebooks`) runs the notebook stages this way; the smoke pipeline test
 runs the others.
 
-A command `python -m cod.MODULE ARGUMENTS` (no shell syntax) runs as `MODULE.main(ARGUMENTS)` in a
+A command `python -m cod.MODULE ARGUMENTS` (no shell syntax) runs as `MODULE.main(ARGUMENTS)` (a
+package: its `__main__`) in a
 process forked from one server that imported those modules once (`Warm`, `cod.pipeline.forks`):
 the same work without the 2-4 CPU-seconds of imports (torch, pandas, papermill) that each command
 of a small stage otherwise spends starting Python. Any other command runs in a shell.
@@ -21,6 +22,7 @@ import argparse
 import importlib
 import os
 import re
+import runpy
 import shlex
 import subprocess
 import sys
@@ -127,6 +129,9 @@ def _run_module(module: str, arguments: list[str], repo: str, environment: dict,
     os.close(descriptor)
     sys.argv = [module, *arguments]
     entry = sys.modules["__main__"] if module == parent else importlib.import_module(module)
+    if not hasattr(entry, "main"):  # a package's __main__.py, run as `python -m` runs it
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        sys.exit(0)
     sys.exit(entry.main(arguments))
 
 
