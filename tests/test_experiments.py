@@ -404,6 +404,17 @@ def test_a_forked_cpu_run_trains_from_the_repository_and_returns_its_status(tiny
     assert experiments.train_on_cpu(["--out", str(out), "model.norm=pre_lm"], launcher) == 2  # a setting refused
 
 
+def test_a_fork_server_never_preloads_the_main_module(monkeypatch):
+    """A forked process runs its parent's main module again; imported beforehand, runpy would warn."""
+    main = type(sys)("__main__")
+    main.__spec__ = type("Spec", (), {"name": "cod.pipeline.notebook"})()
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert forks.main_module() == "cod.pipeline.notebook"
+    assert forks.preloadable(["torch", "cod.pipeline.notebook", "papermill", "torch"]) == ["papermill", "torch"]
+    main.__spec__ = None  # a script or `python -c`
+    assert forks.main_module() is None and forks.preloadable(["b", "a"]) == ["a", "b"]
+
+
 def test_forked_processes_ended_side_by_side_report_their_own_exit_status():
     """Starts and joins from four threads at once (as `train` does with `jobs` > 1): without the
     lock, a start's poll of the other live processes read a status that a join was reading, and the

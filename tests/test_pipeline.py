@@ -87,7 +87,8 @@ def smoke_repo(tmp_path_factory) -> Path:
     _run([sys.executable, "-m", "cod.data.snapshot"], repo)
     notebooks = set(_notebook_stages(repo)) | set(NOT_AT_SMOKE)
     # the stages' own commands 2 at a time, each once what it reads exists, then one write of dvc.lock (cod.pipeline):
-    # what `dvc repro` of them one by one leaves, with both cores busy (most of a smoke stage is Python starting)
+    # what `dvc repro` of them one by one leaves, with both cores busy (each `python -m cod...` command forked from one
+    # process that imported its modules: cod.pipeline.runner.Warm)
     _run([sys.executable, "-m", "cod.pipeline", *(name for name in _stages(repo) if name not in notebooks)], repo)
     assert not (repo / "notebooks" / "executed").exists(), "a stage that is no notebook executed one"
     return repo
