@@ -240,14 +240,12 @@ def test_a_forked_stage_command_does_what_the_command_does(tmp_path):
                 f"python -m cod.runs.curves smoke smoke --params {tmp_path / 'absent.yaml'}",
                 "python -m cod.pipeline --help", "python -m cod.pipeline --jobs"]  # a package: its __main__.py
     warm = runner.Warm(commands, ROOT)
-    for command in commands:
-        code, output, _ = warm.execute(command)
-        shell_code, shell_output, _ = runner.execute_stage(command)
-        assert (code, output) == (shell_code, shell_output), command
+    forked = {command: warm.execute(command)[:2] for command in commands}
+    for command, (code, output) in forked.items():
+        assert (code, output) == runner.execute_stage(command)[:2], command
         assert "RuntimeWarning" not in output
-    assert warm.execute("python -m cod.runs.curves --help")[0] == 0
-    assert "usage: python -m cod.runs.curves" in warm.execute("python -m cod.runs.curves --help")[1]
-    assert warm.execute("python -m cod.runs.curves --no-such-option")[0] == 2
+    assert forked[commands[0]][0] == 0 and "usage: python -m cod.runs.curves" in forked[commands[0]][1]
+    assert forked[commands[1]][0] == 2
     assert warm.execute("echo $PWD")[1].strip() == str(ROOT)
     elsewhere = runner.Warm(["echo $PWD"], tmp_path)
     assert not elsewhere.forking and elsewhere.execute("echo $PWD")[1].strip() == str(tmp_path)

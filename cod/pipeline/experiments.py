@@ -41,10 +41,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 import torch
+# not lazily: every command but `prepare` checks runs against their fingerprint, whose probe's first optimiser
+# imports it (seconds), and a server that preloads this module (cod.pipeline.runner.Warm) then holds it too
+import torch._dynamo  # noqa: F401
 
 import cod.train.run
 from cod.config import ConfigError, DataSource, ImageSet, RunConfig
-from cod.pipeline.forks import FORKS, Fork, preloadable
+from cod.pipeline.forks import FORKS, Fork
 from cod.runs.params import PROFILES, ROOT, SECTIONS, Run, all_runs, load_params, pick, profile_settings, resolve_runs
 
 
@@ -92,7 +95,7 @@ def visible_gpus() -> list[str]:
 # CPU runs: forked from one server process (`cod.pipeline.forks`) that imported cod.train.run (and so
 # torch), cod.runs.params and torch._dynamo, which torch imports at a process's first optimiser: about a
 # second of start-up a run, paid once here. Not this module itself: it may be the main module.
-FORKS.set_forkserver_preload(preloadable(["cod.train.run", "cod.runs.params", "torch._dynamo"]))
+FORKS.set_forkserver_preload(["cod.train.run", "cod.runs.params", "torch._dynamo"])
 
 
 class Process(Protocol):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.connection
+import os
 import sys
 import threading
 from typing import Any, Callable, Iterable
@@ -47,8 +48,6 @@ class Fork:
             self.process.start()
 
     def send_signal(self, signum: int) -> None:
-        import os  # lazy: only a signal passed on needs it
-
         os.kill(self.process.pid, signum)
 
     def wait(self) -> int:

@@ -10,8 +10,8 @@ once (`record`): what `dvc repro` of the same stages, one after another, would l
 runs the others.
 
 A command `python -m cod.MODULE ARGUMENTS` (no shell syntax) runs as `MODULE.main(ARGUMENTS)` (a
-package: its `__main__`) in a
-process forked from one server that imported those modules once (`Warm`, `cod.pipeline.forks`):
+package: its `__main__`) in a process forked from one server that imported those modules once (`Warm`,
+`cod.pipeline.forks`):
 the same work without the 2-4 CPU-seconds of imports (torch, pandas, papermill) that each command
 of a small stage otherwise spends starting Python. Any other command runs in a shell.
 """
@@ -145,9 +145,7 @@ class Warm:
         modules = {found[0] for command in commands if (found := module_command(command))}
         self.forking = bool(modules) and Path(repo).resolve() == ROOT
         if self.forking:
-            # their first optimiser imports torch._dynamo (cod.train.fingerprint's probe): seconds a command
-            extra = ("torch._dynamo",) if "cod.pipeline.experiments" in modules else ()
-            FORKS.set_forkserver_preload(preloadable([*modules, *preload, *extra]))
+            FORKS.set_forkserver_preload(preloadable([*modules, *preload]))
 
     def execute(self, command: str) -> tuple[int, str, float]:
         """As `execute_stage`: the exit status, output and seconds of `command` run from the repository."""
