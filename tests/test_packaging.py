@@ -1,6 +1,7 @@
 """Packaging: the library's runtime requirements are what it imports, and the tools around it
 (DVC) are extras; torch is a range there and one pin in the install commands; the license, the
-citation of both papers and the console scripts are in place. The transformers floor is checked
+citation of both papers and the console scripts are in place; constraints.txt pins what the
+install resolves, inside pyproject.toml's ranges. The transformers floor is checked
 by `make test-floor`, which runs the tests that touch Hugging Face against the oldest version
 pyproject.toml allows."""
 
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -48,7 +51,7 @@ def test_dvc_is_an_extra_that_only_cod_pipeline_imports_when_it_runs():
                 importers.setdefault(path.relative_to(ROOT).as_posix(), []).append(node in tree.body)
     assert importers == {"cod/pipeline/runner.py": [False, False]}
     assert any(distribution(r) == "dvc" for r in PROJECT["optional-dependencies"]["pipeline"])
-    assert "pipeline" in (ROOT / "Makefile").read_text().split("pip install --quiet -e")[1].splitlines()[0]
+    assert "pipeline" in (ROOT / "Makefile").read_text().split(" -e ")[1].splitlines()[0]
 
 
 def test_every_core_dependency_is_used():
@@ -88,3 +91,27 @@ def test_torch_is_a_range_for_the_package_and_one_pin_for_the_install():
     assert re.fullmatch(r"torch>=[\d.]+", torch)
     installs = "".join((ROOT / name).read_text() for name in ("Makefile", "environment.yml", "README.md"))
     assert len(set(re.findall(r"torch==([\d.]+)", installs))) == 1
+
+
+def test_the_install_constraints_pin_once_inside_the_ranges_and_leave_torch_and_the_registry_packages_alone():
+    """`make install` resolves with constraints.txt; a pin outside a range of pyproject.toml would
+    make every fresh install fail, and torch and the registry packages are pinned where they install."""
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            assert distribution(name) not in pins, f"{name} pinned twice"
+            pins[distribution(name)] = Version(version)
+    assert "torch" not in pins and "cod" not in pins
+    offline = {distribution(line) for line in (ROOT / "requirements-offline.txt").read_text().splitlines()
+               if line and not line.startswith("#")}
+    assert not offline & set(pins)
+    requirements = [Requirement(r) for r in PROJECT["dependencies"]]
+    requirements += [Requirement(r) for extra in PROJECT["optional-dependencies"].values() for r in extra]
+    for requirement in requirements:
+        name = distribution(requirement.name)
+        if name != "torch":
+            assert name in pins, f"{name} is required but constraints.txt does not pin it"
+            assert requirement.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} vs {requirement}"
+    makefile = (ROOT / "Makefile").read_text()
+    assert "-c constraints.txt" in makefile and "constraints.txt" in makefile.split(".installed:")[1].splitlines()[0]
