@@ -37,6 +37,12 @@ def test_the_timing_record_reads_pytests_summary_and_fills_the_measurements_tabl
     (tmp_path / "tests" / "timings.json").write_text(json.dumps([record, notebooks]))
     row = docs.suite_table(tmp_path).splitlines()[-1]
     assert row == "| `make notebooks` | 35 notebooks | 8.0 min | 14.0 min | 2 | 0.1 | 2026-11-27 |"
+    install = {**record, "suite": "make install", "wall_s": 66.0, "cpu_s": 45.0, "tests": {},
+               "packages": "every package fetched"}
+    (tmp_path / "tests" / "timings.json").write_text(json.dumps([install]))
+    row = docs.suite_table(tmp_path).splitlines()[-1]
+    assert row == "| `make install` | every package fetched | 1.1 min | 0.8 min | 2 | 0.1 | 2026-11-27 |"
+    assert set(timing.TIMERS) == {"make install", "make notebooks"}
     assert timing.DONE.findall("[notebooks] a4: done in 12 s\n[notebooks] b1: failed (exit 1) in 3 s\n") == [
         "[notebooks] a4: done in"]
     assert set(timing.SUITES) == {"make test", "make test-fast"}

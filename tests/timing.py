@@ -4,6 +4,10 @@ shows (`cod.report.docs.suite_table`: its numbers are measured here, never typed
 
     .venv/bin/python tests/timing.py            # time both (minutes) and record them
     .venv/bin/python tests/timing.py --only "make notebooks"   # one of them: `make notebooks` on a fresh clone
+    .venv/bin/python tests/timing.py --only "make install"     # a fresh install, nothing cached (CI's first step)
+
+`make install` is timed as CI meets it: a fresh clone into a new virtual environment, with pip's and
+uv's caches off, so that every package is fetched from the registry.
 
 `make notebooks` is timed as a fresh clone runs it: a `git clone` of this checkout's HEAD into a
 temporary folder, with this checkout's virtual environment (the install is not timed), rebuilding
@@ -36,6 +40,7 @@ SUITES = {  # the Makefile's targets, and the pytest arguments they run
     "make test-fast": ["-q", "-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder", "-m", "not slow"],
 }
 NOTEBOOKS = "make notebooks"  # timed on a fresh clone (`time_notebooks`)
+INSTALL = "make install"  # timed on a fresh clone, into a new environment, caches off (`time_install`)
 DONE = re.compile(r"^\[notebooks\] \S+: done in", re.MULTILINE)  # a notebook stage that ran (cod.pipeline.runner)
 SUMMARY = re.compile(r"^=* ?(\d+ \w+(?:, \d+ \w+)*) in [\d.]+s", re.MULTILINE)
 DURATIONS = 20  # the slowest test phases kept in the record: where the next saving lies
@@ -94,6 +99,25 @@ def time_notebooks() -> dict:
             "failures": [] if done.returncode == 0 else output.splitlines()[-20:], "slowest": []}
 
 
+def time_install() -> dict:
+    """`make install` on a fresh clone of HEAD into a new virtual environment, nothing cached; its record."""
+    with tempfile.TemporaryDirectory() as folder:
+        clone = Path(folder) / "clone"
+        subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+        environment = {**os.environ, "PIP_NO_CACHE_DIR": "1", "UV_NO_CACHE": "1"}
+        load, cpu, started = os.getloadavg()[0], children_cpu(), time.monotonic()
+        done = subprocess.run(["make", "install", f"VENV={Path(folder) / 'venv'}"], cwd=clone, env=environment,
+                              capture_output=True, text=True)
+        wall = time.monotonic() - started
+    return {"suite": INSTALL, "date": date.today().isoformat(), "wall_s": round(wall, 1),
+            "cpu_s": round(children_cpu() - cpu, 1), "cores": os.cpu_count(), "load_before": round(load, 2),
+            "exit": done.returncode, "tests": {}, "packages": "every package fetched",
+            "failures": [] if done.returncode == 0 else (done.stdout + done.stderr).splitlines()[-20:], "slowest": []}
+
+
+TIMERS = {NOTEBOOKS: time_notebooks, INSTALL: time_install}  # the commands that are not pytest suites
+
+
 def recorded() -> list[dict]:
     """The records of tests/timings.json; none before the first timing."""
     return json.loads(RECORD.read_text()) if RECORD.exists() else []
@@ -101,13 +125,13 @@ def recorded() -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    names = [*SUITES, NOTEBOOKS]
+    names = [INSTALL, *SUITES, NOTEBOOKS]
     parser.add_argument("--only", choices=names, action="append", help="time only this one (repeatable); "
                         "the others' records are kept")
     args = parser.parse_args(argv)
     records = {r["suite"]: r for r in recorded()}
     for name in args.only or names:
-        records[name] = time_notebooks() if name == NOTEBOOKS else time_suite(name)
+        records[name] = TIMERS[name]() if name in TIMERS else time_suite(name)
         print(json.dumps(records[name]), flush=True)
     RECORD.write_text(json.dumps([records[n] for n in names if n in records], indent=1) + "\n")
     print(f"{RECORD.relative_to(ROOT)} written: `python -m cod.report` shows it in docs/measurements.md")

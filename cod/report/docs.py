@@ -384,9 +384,11 @@ def measurements_page(root: Path = ROOT) -> str:
         "", "## What lent GPUs measured", "", _relinked(gpu_results.report()),
         "", "## Scoring a public model on this CPU", "",
         fragment(root, "figures/default/b9_open_weight_scores/scoring_times.md", "dvc repro --single-item b9_open_weight_scores"),
-        "", "## The test suite's time, and `make notebooks` on a fresh clone", "",
-        "Timed by `.venv/bin/python tests/timing.py`: each suite as the Makefile runs it, and `make notebooks` on a "
-        "`git clone` of the commit with this checkout's environment (the install is not timed).", "", suite_table(root)]
+        "", "## The install's and the test suite's time, and `make notebooks` on a fresh clone", "",
+        "Timed by `.venv/bin/python tests/timing.py`: `make install` on a `git clone` of the commit into a new "
+        "environment with pip's and uv's caches off (as CI meets it: `make test` runs it first); each suite as the "
+        "Makefile runs it; and `make notebooks` on a `git clone` of the commit with this checkout's environment "
+        "(its install not timed).", "", suite_table(root)]
     return "\n".join(sections) + "\n"
 
 
@@ -406,7 +408,8 @@ def suite_table(root: Path) -> str:
         return "Not measured yet: `.venv/bin/python tests/timing.py` times the suite and records it."
     rows = ["| command | tests | wall | CPU | cores | load before | measured |", "|---|---|---|---|---|---|---|"]
     for r in records:
-        tests = ", ".join(f"{n} {word}" for word, n in r["tests"].items()) or f"{r.get('notebooks', 0)} notebooks"
+        tests = (", ".join(f"{n} {word}" for word, n in r["tests"].items()) or r.get("packages")
+                 or f"{r.get('notebooks', 0)} notebooks")
         status = "" if r["exit"] == 0 else f" (exit {r['exit']})"
         rows.append(f"| `{r['suite']}` | {tests}{status} | {r['wall_s'] / 60:.1f} min | {r['cpu_s'] / 60:.1f} min "
                     f"| {r['cores']} | {r['load_before']:.1f} | {r['date']} |")
