@@ -75,14 +75,14 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.runs.analysis import OPEN_DEPTH, load_open_depth, stored_settings
+from cod.records.analyses import OPEN_DEPTH, load_open_depth, stored_settings
 from cod.metrics.angular import by_offset
 from cod.metrics.depth import shown_blocks
 from cod.claims.verdicts import INCONCLUSIVE, Claims, Verdict
 
 analysis = Path(analyses_root) / profile / OPEN_DEPTH
 settings = stored_settings(analysis)
-loaded = load_open_depth(analysis)  # {model: cod.runs.analysis.OpenModelDepth}, in the stage's order
+loaded = load_open_depth(analysis)  # {model: cod.records.analyses.OpenModelDepth}, in the stage's order
 models = list(loaded)
 print(f"profile={profile}: {settings['text_tokens']} tokens in {settings['groups']} groups of windows of "
       f"{settings['seq_len']}; ARC-Easy limit {settings['arc_limit']}; Jacobians of {settings['jacobian_blocks']} "

@@ -76,7 +76,7 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.runs.analysis import deep_share_runs, load_sizes, size_label
+from cod.claims.sizes import deep_share_runs, load_sizes, size_label
 from cod.claims.tables import load_size_sweep
 from cod.metrics.angular import adjacent_distances, by_offset, column_scaled
 from cod.records.results import spread

@@ -105,7 +105,7 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.runs.analysis import load_analyses
+from cod.records.analyses import load_analyses
 from cod.theory import attention_variance, bounds, checks, fits, jacobians, real_stack, residual_variance
 from cod.theory.stack import StackConfig, simulate
 from cod.claims.verdicts import Claims, Verdict, beyond_reach, compare

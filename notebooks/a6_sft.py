@@ -68,7 +68,7 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.runs.analysis import zero_shot_table
+from cod.records.analyses import zero_shot_table
 from cod.records.results import load_final, load_history
 from cod.claims.verdicts import Claims, accuracy_at_chance, best_of, compare
 

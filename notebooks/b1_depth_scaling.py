@@ -67,7 +67,7 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.runs.analysis import load_zero_shot
+from cod.records.analyses import load_zero_shot
 from cod.claims.ladder import load_ladder, paper_along, paper_rows, rungs_from
 from cod.records.results import spread
 from cod.claims.verdicts import (BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, accuracy_at_chance,

@@ -66,7 +66,7 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.runs.analysis import load_attention
+from cod.records.analyses import load_attention
 from cod.claims.ladder import SCORES, load_ladder, paper_pair, paper_rows, rungs_from
 from cod.claims.tables import written
 from cod.claims.verdicts import (INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, attention_near_uniform, best_of,

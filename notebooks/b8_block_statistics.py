@@ -71,7 +71,7 @@ from IPython.display import Markdown, display
 
 import cod.claims.verdicts
 from cod import plots
-from cod.runs.analysis import load_layers
+from cod.records.analyses import load_layers
 from cod.records.results import load_final, load_layer_stats, spread
 from cod.claims.verdicts import BEYOND_REACH, INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Claims, Verdict, one_sample
 

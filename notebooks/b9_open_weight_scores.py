@@ -72,7 +72,7 @@ from IPython.display import Markdown, display
 import cod.claims.verdicts
 from cod import plots
 from cod.claims import scoreboard
-from cod.runs.analysis import load_analyses, load_layers
+from cod.records.analyses import load_analyses, load_layers
 from cod.claims.verdicts import Claims, Verdict, monotone, one_sample, usefulness_at_floor
 
 open_dir = Path(analyses_root) / profile / "open_weights"

@@ -95,7 +95,7 @@ from IPython.display import Markdown, display
 from cod import plots
 
 from cod.claims import scoreboard
-from cod.runs.analysis import load_analyses
+from cod.records.analyses import load_analyses
 from cod.data.loader import unigram_perplexity
 from cod.config import run_config_from_dict
 from cod.runs.params import load_params, resolve_runs

@@ -19,6 +19,7 @@ import yaml
 from cod import ROOT
 
 from cod.runs import curves
+from cod.records import baselines
 from cod.config import ConfigError, run_config
 from cod.pipeline import runner, stages
 from cod.report import pipeline_graph
@@ -42,6 +43,18 @@ def test_the_import_walk_follows_modules_through_cod():
     assert {"cod.claims.verdicts", "cod.claims.registry", "cod.records.results", "cod.plots"} <= modules
     assert "cod.train.trainer" not in stages.reached("from cod.claims.registry import load_registry\n")
     assert "cod/claims/registry.yaml" in stages.notebook_deps("a4_variance_dynamics")  # the registry's data
+
+
+def test_a_notebook_reads_the_records_and_reaches_no_stage_that_writes_them():
+    """Notebooks read the files of runs and analyses through `cod.records`, so editing the trainer, the
+    analysis stage or the zero-shot task list leaves them fresh; only the two that plan runs from
+    params.yaml (a0's plan, h0's pilot rounds) reach `cod.runs.params` and, through its fingerprint, the trainer."""
+    writers = ("cod/train", "cod/eval", "cod/data/tasks.py", "cod/runs/analysis.py", "cod/runs/params.py",
+               "cod/pipeline", "cod/tools")
+    reaching = {path.stem for path in (ROOT / "notebooks").glob("*.py")
+                if any(dep.startswith(writers) for dep in stages.notebook_deps(path.stem))}
+    assert reaching == {"a0_miniature", "h0_pilot"}
+    assert "cod/runs/analysis.py" not in stages.notebook_deps("b8_block_statistics")  # reads layers.json
 
 
 def test_relative_imports_resolve_against_their_package():
@@ -123,9 +136,9 @@ def test_curves_are_a_table_per_experiment_and_the_finals_of_each_run(tmp_path):
     written = curves.write_curves(runs, out, ["b_weight_decay", "b_moe"])  # b_moe: declared, not trained yet
     assert sorted(written) == sorted(out.iterdir()) == [out / "b_moe.csv", out / "b_weight_decay.csv",
                                                         out / "finals.json"]
-    assert curves.failure_lines(runs) == {  # the run with a config.json stands for its experiment
+    assert baselines.failure_lines(runs) == {  # the run with a config.json stands for its experiment
         "b_weight_decay": pytest.approx(math.exp(-(math.log(4 / 6) + math.log(2 / 6)) / 2))}
-    assert curves.failure_lines_file(tmp_path / "runs" / "default") == tmp_path / "figures" / "default" / \
+    assert baselines.failure_lines_file(tmp_path / "runs" / "default") == tmp_path / "figures" / "default" / \
         "failure_lines.json"
     assert (out / "b_weight_decay.csv").read_text() == "run,step,loss\nwd0.01_s0,10,7.1235\nwd0_s0,10,6.5\n"
     assert (out / "b_moe.csv").read_text() == "run,step,loss\n"

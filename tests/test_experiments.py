@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from conftest import tiny_run
-from cod.runs.analysis import (analyse, analysed_runs, analysis_settings, load_analyses, load_attention, load_complete,
-                          load_layers, save_attention, save_layers)
+from cod.runs.analysis import analyse, analysed_runs, analysis_settings
+from cod.records.analyses import load_analyses, load_attention, load_complete, load_layers, save_attention, save_layers
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.model.flops import flops_per_token
 from cod.metrics.attention_sparsity import attention_at_lengths
@@ -498,7 +498,8 @@ def test_ctrl_c_stops_the_runs_at_their_checkpoints_and_prints_one_line(tiny_tok
 def test_what_is_not_found_is_named_with_the_command_that_makes_it_for_its_profile(tmp_path, monkeypatch):
     """Tokens, runs, weights, analyses, claims and tokenizers not found: each error names the command
     that makes them, for the profile their folder belongs to."""
-    from cod.runs.analysis import load_layers, load_sizes, stored_settings
+    from cod.records.analyses import load_layers, stored_settings
+    from cod.claims.sizes import load_sizes
     from cod.claims.tables import failure_line
     from cod.data.loader import open_tokens
     from cod.eval.lm import load_tokenizer

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from cod import plots
-from cod.runs.analysis import save_layers
+from cod.records.analyses import save_layers
 from cod.config import ConfigError, ModelConfig, run_config
 from cod.model.flops import flops_per_token
 from cod.claims.ladder import Rung, load_ladder, paper_along, paper_pair, paper_rows, rungs_from

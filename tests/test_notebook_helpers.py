@@ -14,7 +14,8 @@ import torch
 from cod import plots
 
 from cod.claims import tables as compare
-from cod.runs.analysis import load_sizes, norm_tables, save_layers, size_label
+from cod.records.analyses import save_layers
+from cod.claims.sizes import load_sizes, norm_tables, size_label
 from cod.claims.tables import load_size_sweep, load_variants, perplexities, ppl_and_loss
 from cod.config import ModelConfig
 from cod.metrics.effectiveness import analyse_layers

@@ -14,7 +14,8 @@ from transformers import BertConfig, BertModel
 import cod.runs.analysis
 import cod.eval.pretrained
 from cod.metrics.adapters import as_layer_model
-from cod.runs.analysis import encoder_windows, load_layers, load_open_depth, open_weight_settings, open_weight_windows
+from cod.runs.analysis import encoder_windows, open_weight_settings, open_weight_windows
+from cod.records.analyses import load_layers, load_open_depth
 from cod.config import ConfigError, ModelConfig
 from cod.metrics.angular import angular_distance, angular_distances
 from cod.metrics.jacobian import identity_deviation, token_jacobians

@@ -27,7 +27,7 @@ from typing import Hashable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from cod.runs.analysis import load_layers, load_zero_shot
+from cod.records.analyses import load_layers, load_zero_shot
 from cod.config import ConfigError
 from cod.metrics.effectiveness import WEIGHT_THRESHOLDS, LayerAnalysis
 from cod.metrics.usefulness import matched_tau

@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from cod.runs.analysis import load_analyses
+from cod.records.analyses import load_analyses
 from cod.metrics.angular import adjacent_distances
 from cod.records.results import load_final, load_layer_stats
 from cod.claims.verdicts import Verdict, compare, one_sample

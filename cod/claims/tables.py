@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from cod.runs.curves import failure_line_of, failure_lines_file
+from cod.records.baselines import failure_line_of, failure_lines_file
 from cod.plots import loss_curves, paper_line
 from cod.records.results import load_final, train_command
 
@@ -36,7 +36,7 @@ def written(frame: pd.DataFrame, figures_dir: str | Path, name: str) -> pd.DataF
 def failure_line(runs_root: str | Path, experiment: str) -> float:
     """The failure line of `experiment`'s runs under `runs_root` (ROOT/runs/PROFILE): the unigram
     perplexity the `failure_lines` stage recorded in figures/PROFILE/failure_lines.json, a committed
-    file; counted from the token arrays (`cod.runs.curves.failure_line_of`) where that record lacks it."""
+    file; counted from the token arrays (`cod.records.baselines.failure_line_of`) where that record lacks it."""
     runs_root = Path(runs_root)
     record = failure_lines_file(runs_root)
     if record.is_file() and experiment in (lines := json.loads(record.read_text())):

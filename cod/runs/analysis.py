@@ -28,16 +28,12 @@ analyses/<profile>/open_weight_depth/<model>/: depth.json (every number), corner
 top-left corners of the token-mean J - I of the blocks a figure shows, float32: only drawn), with
 settings.json beside them.
 
-`load_layers` rebuilds the `LayerAnalysis` of a run, so a notebook uses the same objects
-whether it computed them or read them; `load_sizes` and `norm_tables` read a few norms' runs at
-several model sizes into per-run and per-layer tables (notebooks a2 and a10).
+The files' formats, and their readers that notebooks use, are `cod.records.analyses`.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import functools
 import json
 import shutil
 import sys
@@ -46,8 +42,6 @@ import typing
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import torch
 
 from cod.config import ConfigError
@@ -55,12 +49,13 @@ from cod.data.corpus import read_source
 from cod.eval import LanguageModel, evaluate, load_tokenizer
 from cod.eval.lm import TextEncoder
 from cod.eval.pretrained import PRETRAINED, load_layered
-from cod.metrics.attention_sparsity import AttentionStats, attention_at_lengths
-from cod.metrics.depth import DepthMeasures, measure_depth
-from cod.metrics.effectiveness import LayerAnalysis, analyse_layers, held_out_tokens
+from cod.metrics.attention_sparsity import attention_at_lengths
+from cod.metrics.depth import measure_depth
+from cod.metrics.effectiveness import analyse_layers, held_out_tokens
 from cod.runs.params import PROFILES, ROOT, load_params, pick, resolve_runs
-from cod.paths import analysis_dir, split_run_name
-from cod.records.results import analyse_command, load_model, train_command
+from cod.paths import analysis_dir
+from cod.records.analyses import OPEN_DEPTH, OpenModelDepth, save_attention, save_layers, save_open_depth
+from cod.records.results import load_model, train_command
 
 LAYER_SETTINGS = ("eval_tokens", "fit_tokens", "jacobian_tokens", "jacobian_context", "tau")  # with layers: true
 SETTINGS = ("experiment", *LAYER_SETTINGS, "zero_shot_tasks", "zero_shot_limit")
@@ -235,7 +230,6 @@ def analyse_open(name: str, params: dict[str, Any], device: str = "cpu", progres
           + ", ".join(f"{k} {v:.0f}s" for k, v in layers.seconds.items()), flush=True)
 
 
-OPEN_DEPTH = "open_weight_depth"  # paper A's depth measures of open-weight models: params.yaml section, folder, command
 OPEN_DEPTH_SETTINGS = {  # open_weight_depth: in params.yaml, each setting and what it may be
     "models": "a list of distinct names of cod.eval.pretrained.PRETRAINED",
     "seq_len": "an integer from 3 up (an encoder's window is [CLS], at least one token, [SEP])",
@@ -329,21 +323,6 @@ def removal_zero_shot(model, tokenizer, blocks: list[int], limit: int,
         {"removed": block, **score([k for k in range(n) if k != block])} for block in blocks]
 
 
-@dataclasses.dataclass
-class OpenModelDepth:
-    """Paper A's depth measures of one open-weight model (analyses/<profile>/open_weight_depth/<model>/)."""
-
-    kind: str  # "decoder" or "encoder" (cod.eval.pretrained.PRETRAINED)
-    label: str  # "Pre-LN decoder", "sandwich-norm decoder" (Gemma-3's branch outputs normalised too), "Post-LN encoder"
-    architecture: str  # the class that runs it: Transformer (converted exactly), or HF's modules behind an adapter
-    parameters: int
-    layers: int  # L, its blocks
-    tokens: int  # of the windows that removal and angular distance read
-    load_seconds: float
-    measures: DepthMeasures
-    zero_shot: list[dict] | None  # `removal_zero_shot` of the first decoder (with arc_limit > 0); None for the others
-
-
 def analyse_open_depth(params: dict[str, Any], device: str = "cpu", progress: bool | None = None) -> None:
     """Paper A's depth measures (`cod.metrics.depth.measure_depth`) of each model of open_weight_depth.models,
     one at a time, and ARC-Easy with blocks removed from the first decoder; written to
@@ -390,259 +369,6 @@ def analyse_open_depth(params: dict[str, Any], device: str = "cpu", progress: bo
         print(f"[analyse {OPEN_DEPTH}] {name} on {device}: {n_layers} layers, loaded in {load_seconds:.0f}s, "
               + ", ".join(f"{k} {v:.0f}s" for k, v in measures.seconds.items()), flush=True)
         del model
-
-
-# ----------------------------------------------------------------------------- storage
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def save_layers(layers: LayerAnalysis, folder: Path, matrices: bool = True) -> None:
-    """layers.json (everything but the Jacobian matrices) and, with `matrices`, jacobians.npz
-    (without, a jacobians.npz left by earlier settings is removed)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    record = _plain(layers)
-    record["jacobians"].pop("mean")
-    (folder / "layers.json").write_text(json.dumps(record) + "\n")
-    if matrices:
-        np.savez_compressed(folder / "jacobians.npz", mean=layers.jacobians.mean.astype(np.float16))
-    else:
-        (folder / "jacobians.npz").unlink(missing_ok=True)
-
-
-def save_attention(stats: dict[int, AttentionStats], folder: Path) -> None:
-    """attention.json: sparsity and entropy of every layer and head at each evaluation length."""
-    record = {str(length): _plain(at) for length, at in stats.items()}
-    (folder / "attention.json").write_text(json.dumps(record) + "\n")
-
-
-def analysis_file(path: str | Path) -> Path:
-    """`path`, a file of an analysis folder (analyses/<profile>/<analysis>/...), when it is there;
-    FileNotFoundError naming the command that makes it otherwise."""
-    path = Path(path)
-    if path.exists():
-        return path
-    parts = path.parts
-    at = len(parts) - 1 - parts[::-1].index("analyses") if "analyses" in parts else len(parts)
-    if at + 2 >= len(parts):  # not under analyses/<profile>/<analysis>/
-        raise FileNotFoundError(f"{path} not found")
-    raise FileNotFoundError(f"{path} not found: `{analyse_command(parts[at + 2], parts[at + 1])}` makes it")
-
-
-def load_attention(folder: str | Path) -> dict[int, AttentionStats]:
-    """{evaluation length: AttentionStats} written by `save_attention`."""
-    record = json.loads(analysis_file(Path(folder) / "attention.json").read_text())
-    return {int(length): _rebuild(AttentionStats, value) for length, value in record.items()}
-
-
-def _rebuild(kind: Any, value: Any) -> Any:
-    """Turn the JSON form of a field back into its declared type (dataclasses, arrays)."""
-    if value is None:
-        return None
-    if typing.get_origin(kind) is list and dataclasses.is_dataclass(typing.get_args(kind)[0]):  # a list of records
-        return [_rebuild(typing.get_args(kind)[0], item) for item in value]
-    options = [a for a in typing.get_args(kind) if a is not type(None)] or [kind]
-    kind = options[0]
-    if dataclasses.is_dataclass(kind):
-        hints = typing.get_type_hints(kind)
-        return kind(**{f.name: _rebuild(hints[f.name], value[f.name]) for f in dataclasses.fields(kind)
-                       if f.name in value})
-    if kind is np.ndarray:
-        return np.array(value, dtype=float)
-    return value
-
-
-def load_layers(folder: str | Path) -> LayerAnalysis:
-    """The `LayerAnalysis` written by `save_layers`, Jacobian matrices included when saved (else None)."""
-    folder = Path(folder)
-    record = json.loads(analysis_file(folder / "layers.json").read_text())
-    matrices = folder / "jacobians.npz"
-    record["jacobians"]["mean"] = np.load(matrices)["mean"].astype(np.float32) if matrices.exists() else None
-    return _rebuild(LayerAnalysis, record)
-
-
-def save_open_depth(record: OpenModelDepth, folder: Path) -> None:
-    """depth.json (every number but the Jacobians' corners, at full precision) and corners.npz (the
-    corners, float32: they are only drawn)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    plain = _plain(record)
-    plain["measures"]["jacobians"].pop("corner")
-    (folder / "depth.json").write_text(json.dumps(plain) + "\n")
-    np.savez_compressed(folder / "corners.npz", corner=record.measures.jacobians.corner.astype(np.float32))
-
-
-def load_open_depth(folder: str | Path) -> dict[str, OpenModelDepth]:
-    """{model: OpenModelDepth} written by `analyse_open_depth` to `folder`
-    (analyses/<profile>/open_weight_depth), in the order of its settings' models; the corners as float64."""
-    folder = Path(folder)
-    found = {}
-    for name in stored_settings(folder)["models"]:
-        found[name] = _rebuild(OpenModelDepth, json.loads(analysis_file(folder / name / "depth.json").read_text()))
-        corner = np.load(analysis_file(folder / name / "corners.npz"))["corner"]
-        found[name].measures.jacobians.corner = corner.astype(np.float64)
-    return found
-
-
-def load_analyses(folder: str | Path, variants: typing.Iterable[str]) -> dict[tuple[str, int], LayerAnalysis]:
-    """{(variant, seed): LayerAnalysis} of the runs of `variants` stored in an analysis folder
-    (analyses/<profile>/<analysis>/); variants with no stored run are simply absent."""
-    wanted, found = set(variants), {}
-    for path in sorted(Path(folder).glob("*_s*/layers.json")):
-        variant, seed = split_run_name(path.parent.name)
-        if variant in wanted and seed.isdigit():
-            found[variant, int(seed)] = load_layers(path.parent)
-    return found
-
-
-def load_complete(root: str | Path, names: typing.Iterable[str],
-                  variants: typing.Sequence[str]) -> dict[str, dict[tuple[str, int], LayerAnalysis]]:
-    """{name: load_analyses(root/name, variants)} for the analyses among `names` that hold runs
-    of every one of `variants`; the others are left out, with a printed line saying why."""
-    complete = {}
-    for name in names:
-        found = load_analyses(Path(root) / name, variants)  # empty when the folder is missing
-        missing = [v for v in variants if not any(key[0] == v for key in found)]
-        if missing:
-            print(f"{name}: no stored analysis of {', '.join(missing)} in {Path(root) / name}; left out "
-                  f"(`{analyse_command(name, Path(root).name)}` makes it)")
-        else:
-            complete[name] = found
-    return complete
-
-
-def stored_settings(folder: str | Path) -> dict[str, Any]:
-    """The settings an analysis folder was measured with (its settings.json)."""
-    return json.loads(analysis_file(Path(folder) / "settings.json").read_text())
-
-
-def size_label(name: str) -> str:
-    """The model size an analysis of one size is named for: a_130m -> 130M."""
-    return name.split("_", 1)[1].upper()
-
-
-def load_sizes(root: str | Path, names: typing.Sequence[str], norms: dict[str, str]
-               ) -> tuple[dict[str, dict[tuple[str, int], LayerAnalysis]], dict[str, str]]:
-    """The analyses among `names` (one per model size) under `root` that hold runs of every norm of
-    `norms` ({label: variant}), as ({name: {(label, seed): LayerAnalysis}}, {name: the experiment it
-    measured}); prints each one's runs and settings. Raises FileNotFoundError when none does."""
-    labels = {variant: label for label, variant in norms.items()}
-    layers = {name: {(labels[variant], seed): a for (variant, seed), a in runs.items()}
-              for name, runs in load_complete(root, names, list(norms.values())).items()}
-    if not layers:
-        commands = ", ".join(f"`{analyse_command(name, Path(root).name)}`" for name in names)
-        raise FileNotFoundError(f"none of {names} has a layer analysis of every norm under {root}: {commands} "
-                                "make them")
-    experiments = {}
-    for name in layers:
-        settings = stored_settings(Path(root) / name)
-        experiments[name] = settings["experiment"]
-        print(f"{size_label(name)}: {len(layers[name])} runs; settings (params.yaml analyses.{name}): {settings}")
-    return layers, experiments
-
-
-Measure = typing.Callable[[LayerAnalysis], tuple[dict[str, float], dict[str, np.ndarray]]]
-
-
-@dataclasses.dataclass(frozen=True)
-class NormTables:
-    """The runs of `load_sizes`, measured by a notebook (`norm_tables`).
-
-    per_run: a row per run: size (the analysis name), norm (label), variant, seed, layers,
-        base_loss, the measure's statistics, val_ppl and failed (final.json's; NaN without a row),
-        sorted by size, norm and seed.
-    per_layer: a row per run and block: size, norm, seed, layer (1..L), the measure's values."""
-
-    per_run: pd.DataFrame
-    per_layer: pd.DataFrame
-
-    def per_seed(self, size: str, norm: str, column: str) -> pd.Series:
-        """A per_run column of one size and norm, indexed by seed."""
-        at = self.per_run[(self.per_run["size"] == size) & (self.per_run["norm"] == norm)]
-        return at.set_index("seed")[column].sort_index()
-
-    def mean(self, size: str, norm: str, column: str) -> float:
-        """A per_run column of one size and norm, averaged over seeds."""
-        return float(self.per_seed(size, norm, column).mean())
-
-    def profile(self, size: str, norm: str, value: str) -> pd.Series:
-        """A per_layer value of one size and norm, averaged over seeds, indexed by layer."""
-        at = self.per_layer[(self.per_layer["size"] == size) & (self.per_layer["norm"] == norm)]
-        return at.groupby("layer")[value].mean()
-
-    def save(self, figures_dir: str | Path) -> None:
-        """Write figures_dir/per_run.csv and per_layer.csv."""
-        Path(figures_dir).mkdir(parents=True, exist_ok=True)
-        self.per_run.to_csv(Path(figures_dir) / "per_run.csv", index=False)
-        self.per_layer.to_csv(Path(figures_dir) / "per_layer.csv", index=False)
-
-
-def norm_tables(layers: dict[str, dict[tuple[str, int], LayerAnalysis]], norms: dict[str, str], measure: Measure,
-                finals: pd.DataFrame) -> NormTables:
-    """The tables of the analyses `layers` (`load_sizes`; `norms` {label: variant}): `measure` maps a
-    run's analysis to its statistics {column: value} and its per-layer values {column: array of
-    its L blocks}; `finals` (`cod.claims.tables.load_sweep`, its size the analysis name) adds each
-    run's val_ppl and failed."""
-    rows, per_layer = [], []
-    for name, runs in layers.items():
-        for (label, seed), a in runs.items():
-            statistics, values = measure(a)
-            n = len(a.variance)
-            rows.append({"size": name, "norm": label, "variant": norms[label], "seed": seed, "layers": n,
-                         "base_loss": a.removal.base_loss, **statistics})
-            per_layer += [{"size": name, "norm": label, "seed": seed, "layer": i + 1,
-                           **{column: value[i] for column, value in values.items()}} for i in range(n)]
-    keys = ["size", "variant", "seed"]
-    per_run = pd.DataFrame(rows).merge(finals[[*keys, "val_ppl", "failed"]], on=keys, how="left")
-    return NormTables(per_run.sort_values(["size", "norm", "seed"]).reset_index(drop=True), pd.DataFrame(per_layer))
-
-
-def deep_share_tables(layers: dict[str, dict[tuple[str, int], LayerAnalysis]], norms: dict[str, str],
-                      measure: typing.Callable[..., Any], finals: pd.DataFrame) -> typing.Callable[[float], NormTables]:
-    """`norm_tables` as a function of the deep share, each share's tables made once: `measure(a,
-    deep_share=...)` counts the last `deep_share` of a model's blocks as deep (a free choice that
-    notebooks a2 and a10 judge their claims at, and again at its neighbours)."""
-    return functools.cache(lambda deep_share: norm_tables(layers, norms, functools.partial(measure, deep_share=deep_share),
-                                                          finals))
-
-
-def deep_share_runs(layers: dict[str, dict[tuple[str, int], LayerAnalysis]], norms: dict[str, str],
-                    measure: typing.Callable[..., Any], finals: pd.DataFrame, deep_share: float,
-                    figures_dir: str | Path) -> tuple[typing.Callable[[float], NormTables], NormTables]:
-    """Notebooks a2 and a10's tables: `deep_share_tables` (the tables at any deep share) and those at
-    `deep_share`, saved to figures_dir."""
-    runs_at = deep_share_tables(layers, norms, measure, finals)
-    runs = runs_at(deep_share)
-    runs.save(figures_dir)
-    return runs_at, runs
-
-
-def load_zero_shot(folder: str | Path) -> list[dict[str, Any]]:
-    return json.loads(analysis_file(Path(folder) / "zero_shot.json").read_text())
-
-
-def zero_shot_table(folder: str | Path):
-    """Every stored run's zero-shot results under an analysis folder as one DataFrame: variant,
-    seed, task, acc, acc_norm, chance, n (one row per run and task)."""
-    rows = []
-    for path in sorted(Path(folder).glob("*_s*/zero_shot.json")):
-        variant, seed = split_run_name(path.parent.name)
-        rows += [{"variant": variant, "seed": int(seed), **result} for result in load_zero_shot(path.parent)]
-    if not rows:
-        command = analyse_command(Path(folder).name, Path(folder).parent.name)  # analyses/PROFILE/NAME
-        raise FileNotFoundError(f"no zero_shot.json under {folder}: `{command}` makes them")
-    return pd.DataFrame(rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,6 @@ A file per experiment rather than per run keeps the folder small (no 4 KiB block
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import shutil
 import sys
@@ -32,14 +31,12 @@ from pathlib import Path
 from typing import Sequence
 
 from cod import ROOT
-from cod.config import ImageSet, run_config_from_dict
-from cod.data.loader import unigram_perplexity
+from cod.records.baselines import FAILURE_LINES, failure_lines, failure_lines_file
 from cod.runs.params import all_runs, load_params
 
 RUNS = ROOT / "runs"
 FOLDER = "figures/{profile}/curves"  # repository-relative; dvc.yaml's lists fill in ${profile}
 FINALS = "finals.json"
-FAILURE_LINES = "failure_lines.json"
 LOSS_DECIMALS = 4  # a plot needs no more; it halves the files
 TEXT_METRICS = ("status",)  # final.json's other strings name the run, its device and its code
 
@@ -47,37 +44,6 @@ TEXT_METRICS = ("status",)  # final.json's other strings name the run, its devic
 def folder(profile: str) -> Path:
     """Where the curves of `profile` go: figures/PROFILE/curves."""
     return ROOT / FOLDER.format(profile=profile)
-
-
-def failure_lines_file(runs: Path) -> Path:
-    """Where the failure lines of the runs under `runs` (ROOT/runs/PROFILE) are recorded:
-    ROOT/figures/PROFILE/failure_lines.json."""
-    return runs.parent.parent / "figures" / runs.name / FAILURE_LINES
-
-
-def failure_lines(runs: Path) -> dict[str, float]:
-    """{experiment: the unigram perplexity of the token arrays and evaluation length of its first
-    run} for every language-model experiment with a run under `runs` (runs/PROFILE)."""
-    lines = {}
-    for config in sorted(runs.glob("*/*/config.json")):
-        experiment = config.parent.parent.name
-        if experiment not in lines and (line := failure_line_of(config)) is not None:
-            lines[experiment] = line
-    return lines
-
-
-def failure_line_of(config: Path) -> float | None:
-    """The unigram perplexity of the token arrays and evaluation length of the run whose config.json is
-    `config`: the failure line of its experiment; None for a vision run, which has none."""
-    cfg = run_config_from_dict(json.loads(config.read_text()))
-    if cfg.vision.dataset != ImageSet.NONE:
-        return None
-    return _unigram(str(cfg.data.dataset_dir), cfg.train.eval_tokens)
-
-
-@functools.cache
-def _unigram(dataset_dir: str, eval_tokens: int | None) -> float:
-    return unigram_perplexity(ROOT / dataset_dir, eval_tokens)
 
 
 def loss_rows(history: Path) -> list[tuple[int, float]]:
