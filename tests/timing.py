@@ -22,6 +22,7 @@ average over the minute before the run began), with the slowest test phases (pyt
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -67,8 +68,28 @@ def failures(output: str) -> list[str]:
 
 
 def children_cpu() -> float:
+    """CPU seconds of every finished descendant: with `adopt_orphans`, those whose parent ended first too."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def adopt_orphans() -> None:
+    """Make this process the reaper of its orphaned descendants (Linux's PR_SET_CHILD_SUBREAPER), so that the
+    processes a fork server starts count in `children_cpu` once `reap_orphans` waits for them."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(36, 1)  # 36: PR_SET_CHILD_SUBREAPER
+
+
+def reap_orphans(patience: float = 10.0) -> None:
+    """Wait for the adopted descendants still running (a server's last moments), at most `patience` seconds."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.1)
 
 
 def time_suite(name: str) -> dict:
@@ -76,6 +97,7 @@ def time_suite(name: str) -> dict:
     load, cpu, started = os.getloadavg()[0], children_cpu(), time.monotonic()
     done = subprocess.run([sys.executable, "-m", "pytest", *SUITES[name], f"--durations={DURATIONS}"], cwd=ROOT,
                           capture_output=True, text=True)
+    reap_orphans()
     return {"suite": name, "date": date.today().isoformat(), "wall_s": round(time.monotonic() - started, 1),
             "cpu_s": round(children_cpu() - cpu, 1), "cores": os.cpu_count(), "load_before": round(load, 2),
             "exit": done.returncode, "tests": counts(done.stdout), "failures": failures(done.stdout),
@@ -91,6 +113,7 @@ def time_notebooks() -> dict:
         venv = ROOT / ".venv"  # -o: its install counts as done (a newer clone would reinstall, pointing it there)
         done = subprocess.run(["make", "notebooks", f"VENV={venv}", "-o", str(venv / ".installed")], cwd=clone,
                               capture_output=True, text=True)
+        reap_orphans()
         wall = time.monotonic() - started
     output = done.stdout + done.stderr
     return {"suite": NOTEBOOKS, "date": date.today().isoformat(), "wall_s": round(wall, 1),
@@ -129,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=names, action="append", help="time only this one (repeatable); "
                         "the others' records are kept")
     args = parser.parse_args(argv)
+    adopt_orphans()
     records = {r["suite"]: r for r in recorded()}
     for name in args.only or names:
         records[name] = TIMERS[name]() if name in TIMERS else time_suite(name)
