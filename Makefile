@@ -23,18 +23,17 @@ export HF_HUB_OFFLINE := 1
 
 install: $(VENV)/.installed
 
-# torch first and pinned: an open range would pull a multi-GB CUDA build
-# (pip takes it from a machine's own wheel where there is one, which uv would not look for); the rest with uv, which
-# fetches in parallel (a fresh install: 55 s, pip alone 210 s), at constraints.txt's versions, trusting the machine's
-# certificate store as pip does (--system-certs: uv's own roots refuse a registry behind a local certificate authority)
-# and compiling bytecode as pip does (--compile-bytecode: where PYTHONDONTWRITEBYTECODE is set, as on this project's
-# machines, every process would otherwise compile pandas, matplotlib, transformers... again: the suite 466 s -> 770 s)
+# torch first and pinned: an open range would pull a multi-GB CUDA build (pip takes it from a machine's own wheel
+# where there is one, which uv would not look for); the rest with uv, which fetches in parallel (docs/measurements.md
+# times a fresh install), at constraints.txt's versions, trusting the machine's certificate store as pip does
+# (--system-certs: uv's own roots refuse a registry behind a local certificate authority) and compiling bytecode as pip
+# does (--compile-bytecode: where PYTHONDONTWRITEBYTECODE is set, as on this project's machines, every process would
+# otherwise compile pandas, matplotlib, transformers... again)
 $(VENV)/.installed: pyproject.toml constraints.txt requirements-offline.txt jupyter/overrides.d/cod.json
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet -c constraints.txt torch==2.13.0 uv==0.13.9
 	$(BIN)/uv pip install --quiet --system-certs --compile-bytecode --python $(BIN)/python -c constraints.txt -e ".[dev,hf,pipeline,lab]"
 	$(BIN)/uv pip install --quiet --system-certs --compile-bytecode --python $(BIN)/python --no-deps -r requirements-offline.txt
-	$(BIN)/python -m compileall -q cod  # with PYTHONDONTWRITEBYTECODE set, nothing else would write its bytecode
 	$(BIN)/python -m cod.report.plots_page  # the offline page template of `dvc plots show` (.dvc/config)
 	mkdir -p $(VENV)/share/jupyter/lab/settings/overrides.d  # JupyterLab: a .py file opens as a Jupytext notebook
 	cp jupyter/overrides.d/cod.json $(VENV)/share/jupyter/lab/settings/overrides.d/
